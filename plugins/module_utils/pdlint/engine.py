@@ -1,0 +1,50 @@
+"""The one rules core entry point: host variables in, sorted findings out (no I/O)."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from . import schema
+from .build import build
+from .finding import Finding
+from .hostvars import HostVars
+from .model import Topology
+from .rules import CHECKS
+
+
+def _schema(hosts: Sequence[HostVars]) -> list[Finding]:
+    return [f for hv in hosts for f in schema.check(hv)]
+
+
+def merge(findings: Iterable[Finding]) -> list[Finding]:
+    """One finding per (origin, rule, message): the same group_vars line seen from many hosts is one problem."""
+    merged: dict[tuple[object, ...], Finding] = {}
+    for f in findings:
+        key = (f.origin, f.rule, f.severity, f.message, f.hint, f.deployment)
+        old = merged.get(key)
+        merged[key] = f if old is None else Finding(
+            f.origin, f.rule, f.severity, f.message, f.hint, tuple(sorted({*old.hosts, *f.hosts})), f.deployment)
+    return sorted(merged.values())
+
+
+def _skipped(finding: Finding, skips: dict[str, frozenset[str]]) -> bool:
+    """pdlint_skip suppresses a rule for the hosts it is set on: drop it when every host skips it."""
+    if not finding.hosts:
+        return False
+    return all(finding.rule in skips.get(h, frozenset()) or
+               finding.rule.split("[")[0] in skips.get(h, frozenset()) for h in finding.hosts)
+
+
+def check(hosts: Sequence[HostVars]) -> list[Finding]:
+    """Every finding for these hosts: schema, build problems, then every registered rule."""
+    return run(hosts)[0]
+
+
+def run(hosts: Sequence[HostVars]) -> tuple[list[Finding], Topology]:
+    """check(), and the topology it checked."""
+    topology, problems = build(hosts)
+    found = _schema(hosts) + problems
+    for rule in CHECKS:
+        found.extend(rule.check(topology))
+    skips = {hv.host: frozenset(s for s in hv.values.get("pdlint_skip") or () if isinstance(s, str))
+             for hv in hosts if isinstance(hv.values.get("pdlint_skip"), list)}
+    return [f for f in merge(found) if not _skipped(f, skips)], topology

@@ -1,0 +1,53 @@
+"""The loader contract: one host's pdlint variables, each value with its origin."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Union
+
+from .finding import UNKNOWN, Origin
+
+Path = tuple[Union[str, int], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Unresolved:
+    """A value that could not be rendered statically (template, vault): never guessed."""
+
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class HostVars:
+    """Resolved variables of one inventory host; origins are keyed by the path to a value."""
+
+    host: str
+    values: Mapping[str, Any]
+    origins: Mapping[Path, Origin] = dataclasses.field(default_factory=dict)
+
+    def origin(self, *path: str | int) -> Origin:
+        """Origin of the value at path, else of the nearest enclosing value that has one."""
+        key: Path = tuple(path)
+        while key:
+            found = self.origins.get(key)
+            if found is not None:
+                return found
+            key = key[:-1]
+        return UNKNOWN
+
+    def get(self, *path: str | int) -> Any:
+        """The value at path, or None."""
+        value: Any = self.values
+        for part in path:
+            if isinstance(value, Mapping) and isinstance(part, str):
+                value = value.get(part)
+            elif isinstance(value, list) and isinstance(part, int) and part < len(value):
+                value = value[part]
+            else:
+                return None
+        return value
+
+
+def is_relevant(name: str) -> bool:
+    """Only these variables are read, kept and rendered."""
+    return name.startswith(("vllm_", "pdlint_"))

@@ -1,0 +1,1 @@
+"""Loaders: inventory sources -> HostVars (one contract, values with origins)."""

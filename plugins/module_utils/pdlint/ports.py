@@ -1,0 +1,63 @@
+"""The ports each instance binds on its host, per connector (vLLM 0.32.0; see docs/rules-provenance.md)."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from . import connectors, moriio
+from .model import Instance
+
+
+@dataclasses.dataclass(frozen=True)
+class Bind:
+    port: int
+    what: str
+    field: str  # the variable that sets it, for the finding's origin
+
+
+def _as_port(value: object, default: int) -> int | None:
+    if value in (None, "", 0):  # MoRIIO _set_port_defaults replaces any falsy value
+        return default
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def binds(inst: Instance) -> Iterator[Bind]:
+    """Every TCP port the instance listens on (one entry per listener, repeats kept)."""
+    if inst.node_rank != 0:
+        return  # the API server and the engine-core listeners live on the engine's first node
+    if inst.port is not None:
+        yield Bind(inst.port, "API port", "port")
+    kind = connectors.kind(inst)
+    if kind == "nixl":
+        # nixl/base_scheduler.py: VLLM_NIXL_SIDE_CHANNEL_PORT + data_parallel_index, one per engine core.
+        base = connectors.env_int(inst, "VLLM_NIXL_SIDE_CHANNEL_PORT", connectors.NIXL_SIDE_CHANNEL_PORT)
+        if base is not None:
+            for dp_index in range(inst.dp_start, inst.dp_start + inst.dp_local):
+                yield Bind(base + dp_index, f"NIXL side channel (DP rank {dp_index})", "env.VLLM_NIXL_SIDE_CHANNEL_PORT")
+    elif kind == "moriio":
+        # moriio_common.get_port_offset(dp_rank, tp_rank) with tp_size left at 1: base + dp + tp;
+        # MoRIIO ignores PP, so every PP stage binds the same ports.
+        for key, default in (("handshake_port", moriio.DEFAULT_HANDSHAKE_PORT),
+                             ("notify_port", moriio.DEFAULT_NOTIFY_PORT)):
+            base = _as_port(inst.extra.get(key), default)
+            if base is None:
+                continue
+            for stage in range(inst.pp):
+                for dp_local in range(inst.dp_local):
+                    for tp_rank in range(inst.tp):
+                        yield Bind(base + moriio.port_offset(dp_local, tp_rank),
+                                   f"MoRIIO {key.split('_')[0]} (DP {dp_local}, TP {tp_rank}, PP {stage})",
+                                   f"extra.{key}")
+    elif kind == "mooncake":
+        # mooncake_connector.py should_launch_bootstrap_server: TP0/PP0 of DP index 0, non-consumers only.
+        if inst.kv_role != "kv_consumer" and inst.extra.get("bootstrap_server_address") is None and inst.dp_start == 0:
+            port = connectors.env_int(inst, "VLLM_MOONCAKE_BOOTSTRAP_PORT", connectors.MOONCAKE_BOOTSTRAP_PORT)
+            if port is not None:
+                yield Bind(port, "Mooncake bootstrap server", "env.VLLM_MOONCAKE_BOOTSTRAP_PORT")
+    elif kind == "p2p-nccl":
+        base = inst.kv_port if inst.kv_port is not None else connectors.P2P_KV_PORT
+        for rank in range(inst.tp * inst.pp * inst.dp_local):
+            yield Bind(base + rank, f"P2pNccl kv_port (rank {rank})", "kv_port")

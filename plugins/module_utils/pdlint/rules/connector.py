@@ -1,0 +1,165 @@
+"""connector[*]: the connector must exist in the release and get the settings it reads."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from .. import connectors
+from ..model import Instance, Topology
+from .base import Hit, hit, rule, words
+
+_MORIIO_INTS = ("http_port", "handshake_port", "notify_port", "proxy_ping_port",
+                "qp_per_transfer", "post_batch_size", "num_workers")
+_MORIIO_TIMEOUTS = ("transfer_timeout", "defer_timeout", "recv_abort_timeout")
+
+
+@rule("connector[unknown]")
+def unknown(topo: Topology) -> Iterator[Hit]:
+    """kv_connector is not registered in the pinned vLLM release and no kv_connector_module_path is given.
+
+    vLLM 0.32.0 raises `ValueError: Unsupported connector type: NAME`
+    (kv_connector/factory.py, KVConnectorFactory.get_connector_class). Names are
+    case-sensitive; P2pNcclConnector is gone from 0.32.0.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_producer}
+            d1:
+              vllm_pd_role: decode
+              vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_consumer}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_kv_transfer_config: {kv_connector: NIXLConnector, kv_role: kv_producer}
+            d1:
+              vllm_pd_role: decode
+              vllm_kv_transfer_config: {kv_connector: NIXLConnector, kv_role: kv_consumer}
+    """
+    for inst in topo.instances:
+        name = inst.connector
+        if not name or not isinstance(name, str) or inst.module_path or connectors.registered(name):
+            continue
+        close = connectors.suggest(name)
+        yield hit(inst, ("kv_connector",), f"kv_connector {name!r} is not registered in vLLM {inst.version}",
+                  f"did you mean {words(close)}?" if close else
+                  "use a registered connector, or set kv_connector_module_path to the module that defines it")
+
+
+def _as_int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
+    """(extra key, message, hint) for each setting MoRIIOConnector cannot use (moriio_common.py)."""
+    extra = inst.extra
+    if "http_port" not in extra:
+        yield ("kv_connector_extra_config", "MoRIIO reads kv_connector_extra_config['http_port'] unconditionally "
+               "(KeyError at worker start)", f"set http_port to the instance's API port ({inst.port})")
+    for key in _MORIIO_INTS:
+        if key in extra and extra[key] not in (None, "") and _as_int(extra[key]) is None:
+            yield (f"extra.{key}", f"MoRIIO {key} {extra[key]!r} is not an integer (vLLM calls int() on it)",
+                   f"write {key} as a number")
+    backend = extra.get("backend")
+    if backend is not None and str(backend).lower() not in ("rdma", "xgmi"):
+        yield ("extra.backend", f"MoRIIO backend {backend!r} must be 'rdma' or 'xgmi'", "use backend: rdma")
+    for key in _MORIIO_TIMEOUTS:
+        if key in extra:
+            try:
+                ok = math.isfinite(float(extra[key])) and float(extra[key]) > 0
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                yield (f"extra.{key}", f"MoRIIO {key} {extra[key]!r} must be finite and greater than zero",
+                       f"set {key} to a positive number of seconds")
+    mode = extra.get("read_mode")
+    if mode is not None and str(mode).lower().strip() not in ("true", "1", "false", "0"):
+        yield ("extra.read_mode", f"MoRIIO read_mode {mode!r} is neither true nor 1, so vLLM runs WRITE mode",
+               "write read_mode: true (READ) or false (WRITE)")
+
+
+def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
+    kind = connectors.kind(inst)
+    extra = inst.extra
+    if inst.module_path == "":
+        yield ("kv_connector_module_path", "kv_connector_module_path cannot be an empty string",
+               "remove kv_connector_module_path or name the module")
+    if kind == "nixl" and "enforce_handshake_compat" in extra and not isinstance(extra["enforce_handshake_compat"], bool):
+        value = extra["enforce_handshake_compat"]
+        yield ("extra.enforce_handshake_compat",
+               f"NIXL enforce_handshake_compat {value!r} is not a boolean; vLLM tests its truthiness, so "
+               f"{value!r} means {bool(value)}", "write enforce_handshake_compat: true or false (unquoted)")
+    if kind == "mooncake" and extra.get("bootstrap_server_address") is not None:
+        address = str(extra["bootstrap_server_address"])
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            yield ("extra.bootstrap_server_address",
+                   f"Mooncake bootstrap_server_address {address!r} must specify a host and port",
+                   "write it as host:port")
+
+
+@rule("connector[config]")
+def config(topo: Topology) -> Iterator[Hit]:
+    """A kv_connector_extra_config setting the connector reads is missing or unusable.
+
+    vLLM 0.32.0: MoRIIO reads `http_port` unconditionally (KeyError) and
+    int()-converts its port and count settings; `backend` must be rdma or xgmi;
+    timeouts must be finite and positive; Mooncake's bootstrap_server_address
+    must be host:port; NIXL tests enforce_handshake_compat for truthiness (the
+    string "false" enforces it).
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_producer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+            d1:
+              vllm_pd_role: decode
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_consumer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_producer
+                kv_connector_extra_config: {read_mode: "true"}
+            d1:
+              vllm_pd_role: decode
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_consumer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+    """
+    for inst in topo.instances:
+        if not inst.knows("kv_connector", "kv_connector_extra_config"):
+            continue
+        problems = _moriio_problems(inst) if connectors.kind(inst) == "moriio" else iter(())
+        for where, message, fix in (*problems, *_other_problems(inst)):
+            yield hit(inst, (where, "kv_connector_extra_config", "kv_connector"), message, fix)

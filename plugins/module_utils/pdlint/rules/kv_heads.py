@@ -1,0 +1,124 @@
+"""kv-heads[*]: heterogeneous TP needs the KV heads laid out the way the connector reads them."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .. import connectors, moriio
+from ..model import Topology
+from .base import Hit, hit, rule
+from .pairs import pairs
+
+_TP = "tensor_parallel_size"
+
+
+@rule("kv-heads[moriio-replicated]")
+def moriio_replicated(topo: Topology) -> Iterator[Hit]:
+    """MoRIIO read mode, heterogeneous TP, and the smaller TP does not replicate every KV head.
+
+    vLLM 0.32.0 moriio_connector.py validate_moriio_heterogeneous_tp_kv_heads
+    raises NotImplementedError "MoRIIO heterogeneous TP requires replicated KV
+    heads on both prefill and decode" unless the model is MLA or
+    min(prefill TP, decode TP) >= K. Write mode never runs this check
+    (tp-ratio[moriio-write] covers it).
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: Qwen/Qwen3-235B-A22B
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: 4
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_producer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+            d1:
+              vllm_pd_role: decode
+              vllm_tensor_parallel_size: 8
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_consumer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: meta-llama/Llama-3.3-70B-Instruct
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: 4
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_producer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+            d1:
+              vllm_pd_role: decode
+              vllm_tensor_parallel_size: 8
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_consumer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+    """
+    for p, d, lp, ld in pairs(topo, "moriio", _TP):
+        k, mla = lp.facts.kv_heads, lp.facts.mla
+        if k is None or mla is None or not (moriio.read_mode(lp.extra) and moriio.read_mode(ld.extra)):
+            continue
+        if not connectors.tp_ratio_ok(lp.tp, ld.tp) or moriio.kv_heads_ok(ld.tp, lp.tp, k, mla):
+            continue
+        small = "prefill" if lp.tp < ld.tp else "decode"
+        yield hit(d if small == "decode" else p, (_TP,),
+                  f"MoRIIO heterogeneous TP (prefill {lp.tp}, decode {ld.tp}) needs KV heads replicated on both "
+                  f"sides, but {small} TP {min(lp.tp, ld.tp)} < {k} KV heads",
+                  f"use {small} TP >= {k}, or equal TP on both sides", also=(p, d))
+
+
+@rule("kv-heads[nixl-prefill-replicated]")
+def nixl_prefill_replicated(topo: Topology) -> Iterator[Hit]:
+    """NIXL: prefill TP > decode TP and prefill TP > K, so prefill's KV heads are replicated and decode cannot split them.
+
+    vLLM 0.32.0 nixl/base_worker.py _validate_remote_agent_handshake asserts
+    `not (tp_ratio < 0 and is_kv_replicated(remote))` unless the model is MLA or
+    has Mamba/SSM layers (`not self.use_mla and not self._has_mamba`). With
+    NixlPushConnector the writer is prefill, so the mirror applies: decode TP >
+    prefill TP and decode TP > K.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: meta-llama/Llama-3.3-70B-Instruct
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 8}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 4}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: meta-llama/Llama-3.3-70B-Instruct
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 16}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 4}
+    """
+    for p, d, lp, ld in pairs(topo, "nixl", _TP):
+        k, mla, ssm = lp.facts.kv_heads, lp.facts.mla, lp.facts.ssm
+        if k is None or mla is None or mla or ssm:
+            continue
+        push = connectors.is_push(lp)
+        writer, reader = (lp, ld) if not push else (ld, lp)
+        wside, rside = ("prefill", "decode") if not push else ("decode", "prefill")
+        if writer.tp > reader.tp and writer.tp > k and connectors.tp_ratio_ok(lp.tp, ld.tp):
+            yield hit(p if not push else d, (_TP,),
+                      f"{wside} TP {writer.tp} > {rside} TP {reader.tp} and > {k} KV heads: {wside}'s KV heads "
+                      f"are replicated and NIXL cannot split them for {rside}",
+                      f"use {wside} TP <= {max(k, reader.tp)}, or equal TP on both sides", also=(p, d))

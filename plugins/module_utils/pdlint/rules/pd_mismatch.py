@@ -1,0 +1,266 @@
+"""pd-mismatch[*]: prefill and decode must agree on what shapes the KV cache."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .. import connectors
+from ..model import Engine, Instance, Topology
+from .base import Hit, hit, rule
+
+_DTYPE = {"half": "float16", "float": "float32"}
+_PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
+
+
+def _pairs(topo: Topology) -> Iterator[tuple[Engine, Engine, Instance, Instance]]:
+    for dep in topo.deployments:
+        for p, d in dep.pairs():
+            lp, ld = p.lead, d.lead
+            kind = connectors.kind(lp)
+            if kind in _PAIRED and connectors.canonical(lp.connector) == connectors.canonical(ld.connector):
+                yield p, d, lp, ld
+
+
+def _nixl_hashed(lp: Instance, ld: Instance) -> bool:
+    """nixl/metadata.py compute_nixl_compatibility_hash is checked unless enforce_handshake_compat is off."""
+    return connectors.kind(lp) == "nixl" and connectors.enforces_compat_hash(lp) and connectors.enforces_compat_hash(ld)
+
+
+def _differ(topo: Topology, field: str, attr: str, what: str, nixl_only: bool = False) -> Iterator[Hit]:
+    for p, d, lp, ld in _pairs(topo):
+        if nixl_only and not _nixl_hashed(lp, ld):
+            continue
+        if not (lp.knows(field) and ld.knows(field)):
+            continue
+        a, b = getattr(lp, attr), getattr(ld, attr)
+        if attr == "dtype":
+            if "auto" in (a, b):
+                continue  # resolved from the model: may well be equal
+            a, b = _DTYPE.get(a, a), _DTYPE.get(b, b)
+        if a is None or b is None or a == b:
+            continue
+        yield hit(d, (field,), f"decode {what} {b!r} differs from prefill {what} {a!r}",
+                  f"use the same {what} on both sides", also=(p,))
+
+
+@rule("pd-mismatch[model]")
+def model(topo: Topology) -> Iterator[Hit]:
+    """Prefill and decode serve different --model strings.
+
+    The KV cache of one model is meaningless to another; NIXL hashes the exact
+    model string at handshake (nixl/metadata.py compute_nixl_compatibility_hash),
+    so a Hugging Face id and a local path to the same weights do not match either.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: Qwen/Qwen3-8B
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_model: Qwen/Qwen3-8B}
+            d1: {vllm_pd_role: decode, vllm_model: /models/qwen3-8b}
+    """
+    yield from _differ(topo, "model", "model", "model")
+
+
+@rule("pd-mismatch[dtype]")
+def dtype(topo: Topology) -> Iterator[Hit]:
+    """Prefill and decode set different explicit --dtype values.
+
+    NIXL hashes the resolved model dtype; for every connector a different dtype
+    means a different KV cache layout. "auto" is not compared (it resolves from
+    the model), and half/float16, float/float32 are the same.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_dtype: half}
+            d1: {vllm_pd_role: decode, vllm_dtype: float16}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_dtype: bfloat16}
+            d1: {vllm_pd_role: decode, vllm_dtype: float16}
+    """
+    yield from _differ(topo, "dtype", "dtype", "dtype")
+
+
+@rule("pd-mismatch[kv-cache-dtype]")
+def kv_cache_dtype(topo: Topology) -> Iterator[Hit]:
+    """Prefill and decode set different --kv-cache-dtype strings.
+
+    NIXL hashes the unresolved string (`str(cache_config.cache_dtype)`), so
+    "auto" and "bfloat16" differ even when they mean the same; other
+    connectors copy raw blocks, so the element types must match.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_cache_dtype: fp8
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_kv_cache_dtype: fp8}
+            d1: {vllm_pd_role: decode}
+    """
+    yield from _differ(topo, "kv_cache_dtype", "kv_cache_dtype", "kv_cache_dtype")
+
+
+@rule("pd-mismatch[vllm-version]")
+def vllm_version(topo: Topology) -> Iterator[Hit]:
+    """NIXL prefill and decode run different vLLM releases.
+
+    compute_nixl_compatibility_hash includes vllm.__version__ (and the NIXL
+    connector version), so the handshake fails with "NIXL compatibility hash
+    mismatch" unless enforce_handshake_compat is false.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_version: "0.32.0"
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_version: "0.32.0"}
+            d1: {vllm_pd_role: decode, vllm_version: "0.31.1"}
+    """
+    yield from _differ(topo, "version", "version", "vLLM version", nixl_only=True)
+
+
+@rule("pd-mismatch[hma]")
+def hma(topo: Topology) -> Iterator[Hit]:
+    """NIXL prefill and decode differ in the hybrid KV cache manager being on or off.
+
+    compute_nixl_compatibility_hash includes `is_hma_enabled` (not
+    disable_hybrid_kv_cache_manager, resolved per connector in
+    VllmConfig.__post_init__), whatever the model's layers are.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_disable_hybrid_kv_cache_manager: true
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_disable_hybrid_kv_cache_manager: true}
+            d1: {vllm_pd_role: decode}
+    """
+    for p, d, lp, ld in _pairs(topo):
+        field = "disable_hybrid_kv_cache_manager"
+        if not _nixl_hashed(lp, ld) or not (lp.knows(field) and ld.knows(field)):
+            continue
+        a, b = connectors.hma_enabled(lp), connectors.hma_enabled(ld)
+        if a != b:
+            on = {True: "on", False: "off"}
+            where = d if ld.disable_hma is not None else p
+            yield hit(where, (field,), f"hybrid KV cache manager is {on[a]} on prefill but {on[b]} on decode "
+                      "(NIXL hashes it at handshake)", f"set vllm_{field} the same on both sides", also=(p, d))
+
+
+@rule("pd-mismatch[block-size]")
+def block_size(topo: Topology) -> Iterator[Hit]:
+    """Prefill and decode block sizes the connector cannot pair.
+
+    vLLM 0.32.0: NIXL pull needs decode block % prefill block == 0
+    (TransferTopology.block_size_ratio) and equal sizes when prefill TP >
+    decode TP (non-MLA); NIXL push mirrors it; MoRIIO and Mooncake pair blocks
+    one to one, so they must be equal. Only explicit block sizes are compared
+    (the default depends on platform and attention backend).
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_block_size: 16}
+            d1: {vllm_pd_role: decode, vllm_block_size: 64}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_block_size: 64}
+            d1: {vllm_pd_role: decode, vllm_block_size: 16}
+    """
+    for p, d, lp, ld in _pairs(topo):
+        bp, bd = lp.block_size, ld.block_size
+        if bp is None or bd is None or bp == bd:
+            continue
+        kind = connectors.kind(lp)
+        if kind == "nixl":
+            push = connectors.is_push(lp)
+            reader, remote = (bd, bp) if not push else (bp, bd)
+            split = not lp.facts.mla and not lp.facts.ssm and (lp.tp > ld.tp if not push else ld.tp > lp.tp)
+            if split:
+                why = "NIXL needs equal block sizes when prefill TP > decode TP" if not push else \
+                    "NIXL push needs equal block sizes when decode TP > prefill TP"
+            elif reader % remote:
+                side = "decode" if not push else "prefill"
+                why = f"NIXL needs the {side} block size to be a multiple of the other side's"
+            else:
+                continue
+        elif kind in ("moriio", "mooncake"):
+            why = f"{lp.connector} pairs blocks one to one, so block sizes must be equal"
+        else:
+            continue
+        yield hit(d, ("block_size",), f"decode block size {bd} vs prefill block size {bp}: {why}",
+                  f"use block size {bp} on decode" if kind != "nixl" or bp < bd else f"use block size {bp} on both sides",
+                  also=(p,))

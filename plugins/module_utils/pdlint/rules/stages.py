@@ -1,0 +1,84 @@
+"""Rules reported by the loader, the builder and the schema, documented like the others."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..model import Topology
+from .base import Hit, rule
+
+
+@rule("schema")
+def schema(_topo: Topology) -> Iterator[Hit]:
+    """A value breaks the JSON Schema of pdlint's variables (type, enum, range, unknown key).
+
+    Reported by the schema stage at the line of the offending value, every
+    error of every host; schemas/pdlint-vars.schema.json is the same schema
+    editors use.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: "4"}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: four}
+            d1: {vllm_pd_role: decode, vllm_port: 70000}
+    """
+    return iter(())
+
+
+@rule("load-error")
+def load_error(_topo: Topology) -> Iterator[Hit]:
+    """An inventory file cannot be read or parsed; pdlint exits 2.
+
+    Reported by the loader with the parser's file:line:col.
+
+    PASS:
+
+        all:
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_pd_deployment: chat}
+            d1: {vllm_pd_role: decode, vllm_pd_deployment: chat}
+
+    FAIL:
+
+        all:
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_pd_deployment: chat
+            d1: {vllm_pd_role: decode}
+    """
+    return iter(())
+
+
+@rule("unresolved", "warning")
+def unresolved(_topo: Topology) -> Iterator[Hit]:
+    """A value pdlint needs is a template or vault value it cannot render statically.
+
+    Templates are rendered with the host's variables and lookups disabled;
+    what cannot be rendered is never guessed, and the rules that need it are
+    skipped for that instance. Vaulted values are never printed.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat, tp: 4}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: "{{ tp }}"}
+            d1: {vllm_pd_role: decode}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: "{{ lookup('env', 'TP') }}"}
+            d1: {vllm_pd_role: decode}
+    """
+    return iter(())

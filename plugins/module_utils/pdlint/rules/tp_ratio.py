@@ -1,0 +1,273 @@
+"""tp-ratio[*]: prefill and decode TP sizes each connector can pair."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .. import moriio
+from ..connectors import nearest_valid, tp_ratio_ok
+from ..model import Topology
+from .base import Hit, hit, rule, words
+from .pairs import pairs
+
+_TP = "tensor_parallel_size"
+
+
+def _ratio_hits(topo: Topology, kind: str, label: str) -> Iterator[Hit]:
+    for p, d, lp, ld in pairs(topo, kind, _TP):
+        if not tp_ratio_ok(lp.tp, ld.tp):
+            big, small = ("decode", "prefill") if ld.tp > lp.tp else ("prefill", "decode")
+            yield hit(d, (_TP,), f"{big} TP {max(lp.tp, ld.tp)} is not a multiple of {small} TP "
+                      f"{min(lp.tp, ld.tp)} ({label} pairs ranks by whole ratios)",
+                      f"use decode TP {words(nearest_valid(lp.tp, ld.tp))}", also=(p,))
+
+
+@rule("tp-ratio[moriio]")
+def moriio_ratio(topo: Topology) -> Iterator[Hit]:
+    """MoRIIO: the larger TP is not a multiple of the smaller.
+
+    vLLM 0.32.0 moriio_connector.py get_moriio_remote_tp_rank raises "local
+    tp_size 6 must be a multiple of remote tp_size 4 for heterogeneous-TP P/D"
+    on decode, and get_moriio_expected_ack_count raises on prefill when decode
+    TP is not a whole multiple (the ack count D/P must be whole).
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: r1
+            vllm_model: deepseek-ai/DeepSeek-V3
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: 4
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_producer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+            d1:
+              vllm_pd_role: decode
+              vllm_tensor_parallel_size: 8
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_consumer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: r1
+            vllm_model: deepseek-ai/DeepSeek-V3
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: 4
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_producer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+            d1:
+              vllm_pd_role: decode
+              vllm_tensor_parallel_size: 6
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_consumer
+                kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
+    """
+    for p, d, lp, ld in pairs(topo, "moriio", _TP):
+        if tp_ratio_ok(lp.tp, ld.tp):
+            continue
+        valid = words(nearest_valid(lp.tp, ld.tp))
+        if ld.tp > lp.tp:
+            message = (f"decode TP {ld.tp} is not a multiple of prefill TP {lp.tp} "
+                       f"(MoRIIO needs {ld.tp}/{lp.tp} acks)")
+        else:
+            message = f"prefill TP {lp.tp} is not a multiple of decode TP {ld.tp} (MoRIIO rank map)"
+        yield hit(d, (_TP,), message, f"use decode TP {valid}", also=(p,))
+
+
+@rule("tp-ratio[moriio-write]")
+def moriio_write(topo: Topology) -> Iterator[Hit]:
+    """MoRIIO write mode with prefill TP different from decode TP.
+
+    vLLM 0.32.0 does not reject this, but in WRITE mode the decode scheduler
+    notifies prefill ranks `range(decode TP)` and the producer sends write_done
+    to the decode rank equal to its own TP rank (moriio_connector.py
+    _send_blocks_ready / moriio_engine.py MoRIIOWriter), so ranks only line up
+    when the TP sizes are equal: the transfer hangs. Use read mode for
+    heterogeneous TP.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: r1, vllm_model: deepseek-ai/DeepSeek-V3}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: 8
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_producer
+                kv_connector_extra_config: {http_port: 8000}
+            d1:
+              vllm_pd_role: decode
+              vllm_tensor_parallel_size: 8
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_consumer
+                kv_connector_extra_config: {http_port: 8000}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: r1, vllm_model: deepseek-ai/DeepSeek-V3}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: 4
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_producer
+                kv_connector_extra_config: {http_port: 8000}
+            d1:
+              vllm_pd_role: decode
+              vllm_tensor_parallel_size: 8
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_consumer
+                kv_connector_extra_config: {http_port: 8000}
+    """
+    for p, d, lp, ld in pairs(topo, "moriio", _TP):
+        write = not (moriio.read_mode(lp.extra) and moriio.read_mode(ld.extra))
+        if write and lp.tp != ld.tp and tp_ratio_ok(lp.tp, ld.tp):
+            yield hit(d, (_TP, "extra.read_mode"),
+                      f"MoRIIO write mode with prefill TP {lp.tp} and decode TP {ld.tp}: write-mode "
+                      "notifications only line up when the TP sizes are equal",
+                      f"set kv_connector_extra_config.read_mode: \"true\" on both sides, or use decode TP {lp.tp}",
+                      also=(p,))
+
+
+@rule("tp-ratio[nixl]")
+def nixl(topo: Topology) -> Iterator[Hit]:
+    """NIXL: the larger TP is not a multiple of the smaller.
+
+    vLLM 0.32.0 kv_connector/utils.py TransferTopology.tp_ratio asserts
+    "Local tensor parallel size X is not divisible by remote tensor parallel
+    size Y" (either direction is allowed when the ratio is whole).
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: meta-llama/Llama-3.3-70B-Instruct
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 2}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 8}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: meta-llama/Llama-3.3-70B-Instruct
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 6}
+    """
+    yield from _ratio_hits(topo, "nixl", "NIXL")
+
+
+@rule("tp-ratio[mooncake]")
+def mooncake(topo: Topology) -> Iterator[Hit]:
+    """Mooncake: the larger TP is not a multiple of the smaller.
+
+    vLLM 0.32.0 mooncake_connector.py _get_tp_ratio asserts the same
+    divisibility as NIXL, on both sides.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: Qwen/Qwen3-32B
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: 4
+              vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_producer}
+            d1:
+              vllm_pd_role: decode
+              vllm_tensor_parallel_size: 2
+              vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_consumer}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: Qwen/Qwen3-32B
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: 4
+              vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_producer}
+            d1:
+              vllm_pd_role: decode
+              vllm_tensor_parallel_size: 6
+              vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_consumer}
+    """
+    yield from _ratio_hits(topo, "mooncake", "Mooncake")
+
+
+@rule("tp-ratio[p2p-nccl]")
+def p2p_nccl(topo: Topology) -> Iterator[Hit]:
+    """P2pNccl: prefill and decode TP differ, or pipeline parallelism is used.
+
+    P2pNcclConnector pairs rank r with rank r and has no pipeline-parallel
+    support (vllm/distributed/kv_transfer/kv_connector/v1/p2p/ in the releases
+    that ship it); it is not in vLLM 0.32.0's registry (connector[unknown]).
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat, vllm_model: Qwen/Qwen3-8B}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: 2
+              vllm_kv_transfer_config: {kv_connector: P2pNcclConnector, kv_role: kv_producer,
+                                        kv_connector_module_path: my_connectors.p2p}
+            d1:
+              vllm_pd_role: decode
+              vllm_tensor_parallel_size: 2
+              vllm_kv_transfer_config: {kv_connector: P2pNcclConnector, kv_role: kv_consumer,
+                                        kv_connector_module_path: my_connectors.p2p}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat, vllm_model: Qwen/Qwen3-8B}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: 2
+              vllm_kv_transfer_config: {kv_connector: P2pNcclConnector, kv_role: kv_producer,
+                                        kv_connector_module_path: my_connectors.p2p}
+            d1:
+              vllm_pd_role: decode
+              vllm_tensor_parallel_size: 4
+              vllm_kv_transfer_config: {kv_connector: P2pNcclConnector, kv_role: kv_consumer,
+                                        kv_connector_module_path: my_connectors.p2p}
+    """
+    for p, d, lp, ld in pairs(topo, "p2p-nccl", _TP, "pipeline_parallel_size"):
+        if lp.tp != ld.tp:
+            yield hit(d, (_TP,), f"P2pNccl needs equal TP, got prefill TP {lp.tp} and decode TP {ld.tp}",
+                      f"use decode TP {lp.tp}", also=(p,))
+        for engine, inst in ((p, lp), (d, ld)):
+            if inst.pp > 1:
+                yield hit(engine, ("pipeline_parallel_size",),
+                          f"P2pNccl does not support pipeline parallelism (PP {inst.pp})",
+                          "use pipeline_parallel_size 1")

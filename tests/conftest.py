@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+from pdlint import engine  # noqa: E402
+from pdlint.finding import Finding  # noqa: E402
+from pdlint.load import reference  # noqa: E402
+
+Lint = Callable[..., list[Finding]]
+
+
+def write_tree(base: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return base
+
+
+@pytest.fixture
+def lint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lint:
+    """Lint an inventory given as hosts.yml text (plus optional extra files) with the real ansible loader."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(hosts: str, **files: str) -> list[Finding]:
+        tree = {"hosts.yml": hosts, **{k.replace("__", "/"): v for k, v in files.items()}}
+        write_tree(tmp_path, tree)
+        return engine.check(reference.load([str(tmp_path / "hosts.yml")]))
+
+    return run
+
+
+def rules_of(findings: list[Finding]) -> set[str]:
+    return {f.rule for f in findings}
+
+
+@pytest.fixture(autouse=True)
+def _no_ansible_cfg(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Keep any ansible.cfg of the developer's machine out of the tests.
+    monkeypatch.setenv("ANSIBLE_CONFIG", os.devnull)
+
+
+sys.path.insert(0, str(ROOT / "tests"))

@@ -1,0 +1,63 @@
+"""Every rule is documented with PASS and FAIL examples, and the examples do what they say."""
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT, rules_of
+
+from pdlint.rules import CHECKS, REGISTRY
+
+DESIGN_IDS = {
+    "schema", "load-error", "unresolved", "model-facts", "deployment[incomplete]", "deployment[connector]",
+    "connector[unknown]", "connector[config]", "kv-role[missing]", "kv-role[invalid]", "kv-role[side]",
+    "kv-role[moriio-explicit]", "tp[heads]", "tp[kv-heads]", "tp-ratio[moriio]", "tp-ratio[moriio-write]",
+    "tp-ratio[nixl]", "tp-ratio[mooncake]", "tp-ratio[p2p-nccl]", "kv-heads[moriio-replicated]",
+    "kv-heads[nixl-prefill-replicated]", "pd-mismatch[model]", "pd-mismatch[dtype]", "pd-mismatch[kv-cache-dtype]",
+    "pd-mismatch[vllm-version]", "pd-mismatch[hma]", "pd-mismatch[block-size]", "engine-id[duplicate]",
+    "port[collision]", "port[http-mismatch]", "nixl[side-channel-host]", "gpu[oversubscribed]", "gpu[overlap]",
+    "gpu[count]", "env[ignored]",
+}
+
+
+def test_registry_has_every_design_rule() -> None:
+    assert set(REGISTRY) == DESIGN_IDS
+
+
+def test_check_functions_are_distinct() -> None:
+    assert len({r.check_hits for r in CHECKS}) == len(CHECKS)
+
+
+@pytest.mark.parametrize("rule_id", sorted(REGISTRY))
+def test_rule_is_documented(rule_id: str) -> None:
+    rule = REGISTRY[rule_id]
+    assert rule.summary and rule.summary.endswith(".")
+    assert set(rule.examples()) == {"PASS", "FAIL"}, rule_id
+    assert rule.severity in ("error", "warning", "info")
+
+
+@pytest.mark.parametrize("rule_id", sorted(REGISTRY))
+def test_rule_has_a_test(rule_id: str) -> None:
+    """Every rule id appears in a rule test table besides its docstring examples."""
+    text = "".join(p.read_text() for p in (ROOT / "tests").glob("test_rules_*.py"))
+    assert f'"{rule_id}"' in text, f"no test table row names {rule_id}"
+
+
+@pytest.mark.parametrize("rule_id", sorted(set(REGISTRY) - {"load-error"}))
+def test_docstring_examples(rule_id: str, lint) -> None:
+    examples = REGISTRY[rule_id].examples()
+    assert rule_id not in rules_of(lint(examples["PASS"])), "PASS example reports the rule"
+    assert rule_id in rules_of(lint(examples["FAIL"])), "FAIL example does not report the rule"
+
+
+def test_load_error_examples(tmp_path, monkeypatch) -> None:
+    from pdlint.load import reference
+
+    examples = REGISTRY["load-error"].examples()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ok.yml").write_text(examples["PASS"])
+    reference.load([str(tmp_path / "ok.yml")])
+    (tmp_path / "bad.yml").write_text(examples["FAIL"])
+    with pytest.raises(reference.LoadError) as info:
+        reference.load([str(tmp_path / "bad.yml")])
+    assert info.value.finding.rule == "load-error"
+    assert info.value.finding.origin.file == "bad.yml"
+    assert info.value.finding.origin.line is not None

@@ -1,0 +1,136 @@
+"""Rule tables: per-instance rules (TP vs heads, ports, GPUs, env) and the stage rules."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import rules_of
+from inv import MORIIO_READ, pair
+
+
+def colocated(*items: dict, **host: object) -> str:
+    """One host gpu1 running several instances of deployment 'dep'."""
+    h = {"vllm_pd_deployment": "dep", "vllm_instances": list(items), **{"vllm_" + k: v for k, v in host.items()}}
+    return json.dumps({"all": {"hosts": {"gpu1": h}}})
+
+
+NIXL = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+MORIIO_P = {"kv_connector": "MoRIIOConnector", "kv_role": "kv_producer", "kv_connector_extra_config": MORIIO_READ}
+MORIIO_D = {**MORIIO_P, "kv_role": "kv_consumer"}
+
+CASES = [
+    ("tp[heads]", True, pair(None, p={"tensor_parallel_size": 3})),
+    ("tp[heads]", False, pair(None, p={"tensor_parallel_size": 8})),
+    ("tp[heads]", False, pair(None, model="unknown/model", p={"tensor_parallel_size": 3})),
+    ("tp[kv-heads]", True, pair(None, model="x/y", model_num_attention_heads=12, model_num_kv_heads=4,
+                                model_is_mla=False, p={"tensor_parallel_size": 6})),
+    ("tp[kv-heads]", False, pair(None, model="x/y", model_num_attention_heads=12, model_num_kv_heads=4,
+                                 model_is_mla=True, p={"tensor_parallel_size": 6})),
+    ("tp[kv-heads]", False, pair(None, model="Qwen/Qwen2.5-7B-Instruct", p={"tensor_parallel_size": 2})),
+    ("model-facts", True, pair(None, model="x/y", p={"tensor_parallel_size": 2})),
+    ("model-facts", False, pair(None, model="x/y")),
+    ("model-facts", False, pair(None, p={"tensor_parallel_size": 2})),
+    ("engine-id[duplicate]", True, pair("NixlConnector", p={"kv.engine_id": "e"}, d={"kv.engine_id": "e"})),
+    ("engine-id[duplicate]", False, pair("NixlConnector", p={"kv.engine_id": "e"})),
+    ("port[collision]", True, colocated({"pd_role": "prefill"}, {"pd_role": "decode"})),
+    ("port[collision]", False, colocated({"pd_role": "prefill", "port": 8001}, {"pd_role": "decode", "port": 8002})),
+    ("port[collision]", True, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL},
+                                        {"pd_role": "decode", "port": 8002, "kv_transfer_config": NIXL})),
+    ("port[collision]", True, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL,
+                                         "data_parallel_size": 2, "env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5600}},
+                                        {"pd_role": "decode", "port": 8002, "kv_transfer_config": NIXL,
+                                         "env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5601}})),
+    ("port[collision]", False, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL,
+                                          "data_parallel_size": 2, "env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5600}},
+                                         {"pd_role": "decode", "port": 8002, "kv_transfer_config": NIXL,
+                                          "env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5602}})),
+    # MoRIIO: one engine with local DP 2 and TP 2 binds handshake 6301, 6302, 6302, 6303.
+    ("port[collision]", True, pair("MoRIIOConnector", extra=MORIIO_READ, model="deepseek-ai/DeepSeek-V3",
+                                   p={"tensor_parallel_size": 2, "data_parallel_size": 2})),
+    ("port[collision]", False, pair("MoRIIOConnector", extra=MORIIO_READ, model="deepseek-ai/DeepSeek-V3",
+                                    p={"tensor_parallel_size": 8})),
+    ("port[collision]", True, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": MORIIO_P},
+                                        {"pd_role": "decode", "port": 8000, "kv_transfer_config": MORIIO_D})),
+    ("port[collision]", True, colocated(
+        {"pd_role": "prefill", "port": 8001, "kv_transfer_config": {"kv_connector": "MooncakeConnector",
+                                                                    "kv_role": "kv_producer"}},
+        {"pd_role": "prefill", "port": 8002, "kv_transfer_config": {"kv_connector": "MooncakeConnector",
+                                                                    "kv_role": "kv_producer"}},
+        {"pd_role": "decode", "port": 8003, "kv_transfer_config": {"kv_connector": "MooncakeConnector",
+                                                                   "kv_role": "kv_consumer"}})),
+    ("port[http-mismatch]", True, pair("MoRIIOConnector", extra=MORIIO_READ, p={"port": 8100})),
+    ("port[http-mismatch]", False, pair("MoRIIOConnector", extra=MORIIO_READ)),
+    ("nixl[side-channel-host]", True, pair("NixlConnector", d={"env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "10.0.0.2"}})),
+    ("nixl[side-channel-host]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "127.0.0.1"}})),
+    ("nixl[side-channel-host]", False, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "10.0.0.1"}})),
+    ("nixl[side-channel-host]", False, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL},
+                                                 {"pd_role": "decode", "port": 8002, "kv_transfer_config": NIXL})),
+    ("gpu[oversubscribed]", True, colocated({"pd_role": "prefill", "port": 1, "tensor_parallel_size": 4},
+                                            {"pd_role": "decode", "port": 2, "tensor_parallel_size": 4},
+                                            host_gpu_count=4)),
+    ("gpu[oversubscribed]", False, colocated({"pd_role": "prefill", "port": 1, "tensor_parallel_size": 4},
+                                             {"pd_role": "decode", "port": 2, "tensor_parallel_size": 4},
+                                             host_gpu_count=8)),
+    ("gpu[oversubscribed]", True, pair(None, host_gpu_count=8, p={"tensor_parallel_size": 8, "node": "n1"},
+                                       d={"tensor_parallel_size": 8, "node": "n1"})),
+    ("gpu[oversubscribed]", False, pair(None, host_gpu_count=8, p={"tensor_parallel_size": 8,
+                                                                   "pipeline_parallel_size": 2, "nnodes": 2})),
+    ("gpu[overlap]", True, colocated({"pd_role": "prefill", "port": 1, "env": {"CUDA_VISIBLE_DEVICES": "0,1"}},
+                                     {"pd_role": "decode", "port": 2, "env": {"CUDA_VISIBLE_DEVICES": "1,2"}})),
+    ("gpu[overlap]", False, pair(None, p={"env": {"CUDA_VISIBLE_DEVICES": "0"}},
+                                 d={"env": {"CUDA_VISIBLE_DEVICES": "0"}})),
+    ("gpu[count]", True, pair(None, p={"tensor_parallel_size": 2, "env": {"CUDA_VISIBLE_DEVICES": "0"}})),
+    ("gpu[count]", False, pair(None, p={"tensor_parallel_size": 2, "data_parallel_size": 2,
+                                        "env": {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}})),
+    ("env[ignored]", True, pair("MoRIIOConnector", extra=MORIIO_READ,
+                                d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
+    ("env[ignored]", False, pair("NixlConnector", d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
+    ("schema", True, pair(None, p={"tensor_parallel_size": "four"})),
+    ("schema", True, pair(None, p={"port": 70000})),
+    ("schema", True, pair("NixlConnector", p={"kv.kv_rank": 0})),
+    ("schema", True, pair(None, p={"kv_transfer_config": "{not json"})),
+    ("schema", False, pair(None, p={"kv_transfer_config": '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'})),
+    ("schema", False, pair(None, p={"tensor_parallel_size": "4", "port": "8001"})),
+    ("schema", True, json.dumps({"all": {"hosts": {"p1": {"vllm_pd_role": "prefill"}}}})),
+    ("unresolved", True, pair(None, p={"tensor_parallel_size": "{{ undefined_var }}"})),
+    ("unresolved", False, pair(None, p={"tensor_parallel_size": "{{ 2 * 2 }}"})),
+]
+
+
+@pytest.mark.parametrize(("rule", "fires", "hosts"), CASES, ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_rule_table(rule: str, fires: bool, hosts: str, lint) -> None:
+    assert (rule in rules_of(lint(hosts))) is fires
+
+
+def test_unresolved_skips_rules_that_need_the_value(lint) -> None:
+    found = lint(pair("NixlConnector", p={"tensor_parallel_size": "{{ nope }}"}, d={"tensor_parallel_size": 3}))
+    assert "unresolved" in rules_of(found)
+    assert "tp-ratio[nixl]" not in rules_of(found)
+
+
+def test_lookups_are_not_run(lint, tmp_path) -> None:
+    canary = tmp_path / "canary"
+    found = lint(pair(None, p={"model": "{{ lookup('pipe', 'touch " + str(canary) + "') }}"}))
+    assert not canary.exists()
+    assert "unresolved" in rules_of(found)
+
+
+def test_rendered_template_is_checked(lint) -> None:
+    found = lint(pair("NixlConnector", tp=6, p={"tensor_parallel_size": "{{ vllm_tp }}"}, d={"tensor_parallel_size": 4}))
+    assert "tp-ratio[nixl]" in rules_of(found)
+
+
+def test_schema_reports_every_error_at_its_line(lint) -> None:
+    found = lint("""\
+        all:
+          hosts:
+            p1:
+              vllm_pd_deployment: dep
+              vllm_pd_role: prefill
+              vllm_tensor_parallel_size: four
+              vllm_port: 70000
+            d1: {vllm_pd_deployment: dep, vllm_pd_role: decode}
+        """)
+    schema = sorted((f.origin.line, f.message) for f in found if f.rule == "schema")
+    assert [line for line, _ in schema] == [6, 7]
+    assert "'four' is not an integer >= 1" in schema[0][1]

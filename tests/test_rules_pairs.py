@@ -1,0 +1,112 @@
+"""Rule tables: deployments, connectors, roles, TP ratios, KV heads, P/D mismatches."""
+from __future__ import annotations
+
+import pytest
+from conftest import rules_of
+from inv import MORIIO_READ, pair
+
+DS = "deepseek-ai/DeepSeek-V3"
+L70 = "meta-llama/Llama-3.3-70B-Instruct"
+Q235 = "Qwen/Qwen3-235B-A22B"  # 4 KV heads
+
+CASES = [
+    # (rule, fires?, inventory)
+    ("deployment[connector]", False, pair("NixlConnector", d={"kv.kv_connector": "NixlPullConnector"})),
+    ("deployment[connector]", True, pair("NixlConnector", d={"kv.kv_connector": "NixlPushConnector"})),
+    ("deployment[connector]", True, pair("MooncakeConnector", d={"kv.kv_connector": "MoRIIOConnector"})),
+    ("connector[unknown]", False, pair("NixlPushConnector")),
+    ("connector[unknown]", True, pair("P2pNcclConnector")),
+    ("connector[unknown]", False, pair("P2pNcclConnector", p={"kv.kv_connector_module_path": "m"},
+                                       d={"kv.kv_connector_module_path": "m"})),
+    ("connector[unknown]", True, pair("nixlconnector")),
+    ("connector[config]", False, pair("MoRIIOConnector", extra={"http_port": "8000"})),
+    ("connector[config]", True, pair("MoRIIOConnector", extra={})),
+    ("connector[config]", True, pair("MoRIIOConnector", extra={"http_port": 8000, "notify_port": "x"})),
+    ("connector[config]", True, pair("MoRIIOConnector", extra={"http_port": 8000, "backend": "tcp"})),
+    ("connector[config]", True, pair("MoRIIOConnector", extra={"http_port": 8000, "transfer_timeout": 0})),
+    ("connector[config]", True, pair("MoRIIOConnector", extra={"http_port": 8000, "read_mode": "yes"})),
+    ("connector[config]", True, pair("NixlConnector", extra={"enforce_handshake_compat": "false"})),
+    ("connector[config]", False, pair("NixlConnector", extra={"enforce_handshake_compat": False})),
+    ("connector[config]", True, pair("MooncakeConnector", extra={"bootstrap_server_address": "10.0.0.1"})),
+    ("connector[config]", False, pair("MooncakeConnector", extra={"bootstrap_server_address": "10.0.0.1:8998"})),
+    ("kv-role[missing]", True, pair("NixlConnector", p={"kv.kv_role": None})),
+    ("kv-role[missing]", False, pair(None)),
+    ("kv-role[invalid]", True, pair("NixlConnector", d={"kv.kv_role": "consumer"})),
+    ("kv-role[invalid]", False, pair("NixlConnector", d={"kv.kv_role": "kv_both"})),
+    ("kv-role[side]", False, pair("NixlConnector", p={"kv.kv_role": "kv_consumer"})),
+    ("kv-role[side]", True, pair("MoRIIOConnector", extra=MORIIO_READ, p={"kv.kv_role": "kv_consumer"})),
+    ("kv-role[side]", True, pair("MooncakeConnector", d={"kv.kv_role": "kv_producer"})),
+    ("kv-role[side]", False, pair("MooncakeConnector", d={"kv.kv_role": "kv_both"})),
+    ("kv-role[moriio-explicit]", True, pair("MoRIIOConnector", extra=MORIIO_READ, d={"kv.kv_role": "kv_both"})),
+    ("kv-role[moriio-explicit]", False, pair("MooncakeConnector", d={"kv.kv_role": "kv_both"})),
+    ("tp-ratio[moriio]", True, pair("MoRIIOConnector", extra=MORIIO_READ, model=DS,
+                                    p={"tensor_parallel_size": 4}, d={"tensor_parallel_size": 6})),
+    ("tp-ratio[moriio]", False, pair("MoRIIOConnector", extra=MORIIO_READ, model=DS,
+                                     p={"tensor_parallel_size": 4}, d={"tensor_parallel_size": 8})),
+    ("tp-ratio[moriio]", True, pair("MoRIIOConnector", extra=MORIIO_READ, model=DS,
+                                    p={"tensor_parallel_size": 6}, d={"tensor_parallel_size": 4})),
+    ("tp-ratio[moriio-write]", True, pair("MoRIIOConnector", extra={"http_port": 8000}, model=DS,
+                                          p={"tensor_parallel_size": 8}, d={"tensor_parallel_size": 4})),
+    ("tp-ratio[moriio-write]", False, pair("MoRIIOConnector", extra=MORIIO_READ, model=DS,
+                                           p={"tensor_parallel_size": 8}, d={"tensor_parallel_size": 4})),
+    ("tp-ratio[nixl]", True, pair("NixlConnector", p={"tensor_parallel_size": 4}, d={"tensor_parallel_size": 6})),
+    ("tp-ratio[nixl]", False, pair("NixlConnector", p={"tensor_parallel_size": 8}, d={"tensor_parallel_size": 2})),
+    ("tp-ratio[nixl]", True, pair("NixlPushConnector", p={"tensor_parallel_size": 3},
+                                  d={"tensor_parallel_size": 2})),
+    ("tp-ratio[mooncake]", True, pair("MooncakeConnector", p={"tensor_parallel_size": 2},
+                                      d={"tensor_parallel_size": 3})),
+    ("tp-ratio[mooncake]", False, pair("MooncakeConnector", p={"tensor_parallel_size": 2},
+                                       d={"tensor_parallel_size": 4})),
+    ("tp-ratio[p2p-nccl]", True, pair("P2pNcclConnector", p={"tensor_parallel_size": 2},
+                                      d={"tensor_parallel_size": 4})),
+    ("tp-ratio[p2p-nccl]", True, pair("P2pNcclConnector", p={"pipeline_parallel_size": 2})),
+    ("tp-ratio[p2p-nccl]", False, pair("P2pNcclConnector")),
+    ("kv-heads[moriio-replicated]", True, pair("MoRIIOConnector", extra=MORIIO_READ, model=L70,
+                                               p={"tensor_parallel_size": 2}, d={"tensor_parallel_size": 4})),
+    ("kv-heads[moriio-replicated]", False, pair("MoRIIOConnector", extra=MORIIO_READ, model=Q235,
+                                                p={"tensor_parallel_size": 8}, d={"tensor_parallel_size": 4})),
+    ("kv-heads[moriio-replicated]", False, pair("MoRIIOConnector", extra=MORIIO_READ, model=DS,
+                                                p={"tensor_parallel_size": 2}, d={"tensor_parallel_size": 8})),
+    ("kv-heads[nixl-prefill-replicated]", True, pair("NixlConnector", model=Q235, p={"tensor_parallel_size": 8},
+                                                     d={"tensor_parallel_size": 2})),
+    ("kv-heads[nixl-prefill-replicated]", False, pair("NixlConnector", model=Q235, p={"tensor_parallel_size": 2},
+                                                      d={"tensor_parallel_size": 8})),
+    ("kv-heads[nixl-prefill-replicated]", False, pair("NixlConnector", model=DS, p={"tensor_parallel_size": 16},
+                                                      d={"tensor_parallel_size": 4})),
+    ("kv-heads[nixl-prefill-replicated]", False, pair("NixlConnector", model="Qwen/Qwen3.5-35B-A3B",
+                                                      p={"tensor_parallel_size": 4}, d={"tensor_parallel_size": 2})),
+    ("kv-heads[nixl-prefill-replicated]", True, pair("NixlPushConnector", model=Q235,
+                                                     p={"tensor_parallel_size": 2}, d={"tensor_parallel_size": 8})),
+    ("pd-mismatch[model]", True, pair("MooncakeConnector", model=None, p={"model": "a/b"}, d={"model": "a/c"})),
+    ("pd-mismatch[model]", False, pair("MooncakeConnector")),
+    ("pd-mismatch[dtype]", True, pair("NixlConnector", p={"dtype": "bfloat16"}, d={"dtype": "half"})),
+    ("pd-mismatch[dtype]", False, pair("NixlConnector", p={"dtype": "auto"}, d={"dtype": "bfloat16"})),
+    ("pd-mismatch[kv-cache-dtype]", True, pair("NixlConnector", p={"kv_cache_dtype": "auto"},
+                                               d={"kv_cache_dtype": "bfloat16"})),
+    ("pd-mismatch[kv-cache-dtype]", False, pair("NixlConnector", kv_cache_dtype="fp8")),
+    ("pd-mismatch[vllm-version]", True, pair("NixlConnector", p={"version": "0.32.0"}, d={"version": "0.31.0"})),
+    ("pd-mismatch[vllm-version]", False, pair("NixlConnector", extra={"enforce_handshake_compat": False},
+                                              p={"version": "0.32.0"}, d={"version": "0.31.0"})),
+    ("pd-mismatch[vllm-version]", False, pair("MooncakeConnector", p={"version": "0.32.0"},
+                                              d={"version": "0.31.0"})),
+    ("pd-mismatch[hma]", True, pair("NixlConnector", d={"disable_hybrid_kv_cache_manager": True})),
+    ("pd-mismatch[hma]", False, pair("NixlConnector", p={"disable_hybrid_kv_cache_manager": False})),
+    ("pd-mismatch[block-size]", False, pair("NixlConnector", p={"block_size": 16}, d={"block_size": 32})),
+    ("pd-mismatch[block-size]", True, pair("NixlConnector", p={"block_size": 32}, d={"block_size": 16})),
+    ("pd-mismatch[block-size]", True, pair("NixlConnector", p={"block_size": 16, "tensor_parallel_size": 8},
+                                           d={"block_size": 32, "tensor_parallel_size": 4})),
+    ("pd-mismatch[block-size]", True, pair("MooncakeConnector", p={"block_size": 16}, d={"block_size": 32})),
+    ("pd-mismatch[block-size]", False, pair("MooncakeConnector", p={"block_size": 16})),
+]
+
+
+@pytest.mark.parametrize(("rule", "fires", "hosts"), CASES, ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_rule_table(rule: str, fires: bool, hosts: str, lint) -> None:
+    assert (rule in rules_of(lint(hosts))) is fires
+
+
+def test_incomplete_deployment(lint) -> None:
+    found = lint('{"all": {"hosts": {"p1": {"vllm_pd_role": "prefill", "vllm_pd_deployment": "x"}}}}')
+    assert [f.rule for f in found] == ["deployment[incomplete]"]
+    assert "no decode instance" in found[0].message
+    assert "deployment[incomplete]" not in rules_of(lint(pair(None)))
