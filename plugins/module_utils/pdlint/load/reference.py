@@ -100,6 +100,8 @@ def _renderer(loader: Any, variables: Any, allow_lookups: bool) -> tagged.Render
 
 def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: bool = False) -> list[HostVars]:
     """Every host of the inventory with its pdlint variables. Raises LoadError."""
+    # Absolute paths: ansible-core caches some path lookups across calls in one process.
+    sources = [s if "," in s else os.path.abspath(s) for s in sources]
     problem = preflight.check(sources)
     if problem is not None:
         raise LoadError(problem)
