@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 from collections.abc import Callable
@@ -43,9 +42,11 @@ def rules_of(findings: list[Finding]) -> set[str]:
 
 
 @pytest.fixture(autouse=True)
-def _no_ansible_cfg(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_ansible_cfg(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     # Keep any ansible.cfg of the developer's machine out of the tests.
-    monkeypatch.setenv("ANSIBLE_CONFIG", os.devnull)
+    cfg = tmp_path_factory.getbasetemp() / "empty-ansible.cfg"
+    cfg.write_text("[defaults]\n")
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(cfg))
 
 
 sys.path.insert(0, str(ROOT / "tests"))

@@ -41,8 +41,8 @@ def engine_id(topo: Topology) -> Iterator[Hit]:
     """
     seen: dict[str, Instance] = {}
     for inst in sorted(topo.instances, key=lambda i: (i.host, i.index or 0)):
-        if not inst.engine_id or not inst.knows("engine_id"):
-            continue
+        if not inst.engine_id or not inst.knows("engine_id") or connectors.kind(inst) == "moriio":
+            continue  # MoRIIO ignores engine_id: it uses host_ip:handshake_port
         first = seen.setdefault(str(inst.engine_id), inst)
         if first is not inst and (first.deployment, first.instance_id) != (inst.deployment, inst.instance_id):
             yield hit(inst, ("engine_id",), f"engine_id {inst.engine_id!r} is also used by {first.label}",

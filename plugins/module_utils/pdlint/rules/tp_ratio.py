@@ -93,7 +93,8 @@ def moriio_write(topo: Topology) -> Iterator[Hit]:
     vLLM 0.32.0 does not reject this, but in WRITE mode the decode scheduler
     notifies prefill ranks `range(decode TP)` and the producer sends write_done
     to the decode rank equal to its own TP rank (moriio_connector.py
-    _send_blocks_ready / moriio_engine.py MoRIIOWriter), so ranks only line up
+    MoRIIOConnectorScheduler.update_state_after_alloc / moriio_engine.py
+    MoRIIOWriter._execute_write_task), so ranks only line up
     when the TP sizes are equal: the transfer hangs. Use read mode for
     heterogeneous TP.
 

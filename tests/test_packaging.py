@@ -1,0 +1,54 @@
+"""One core, two ways to install it: pip (`pdlint`) and ansible-galaxy (the collection path)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+from pdlint import schema
+
+BIN = Path(sys.executable).parent
+
+
+def test_committed_schema_is_generated_from_the_spec() -> None:
+    committed = (ROOT / "schemas" / "pdlint-vars.schema.json").read_text(encoding="utf-8")
+    assert committed == schema.dumps(), "stale schema: run `pdlint schema > schemas/pdlint-vars.schema.json`"
+
+
+def test_schema_is_valid_draft7() -> None:
+    import jsonschema
+
+    jsonschema.Draft7Validator.check_schema(json.loads(schema.dumps()))
+
+
+def test_pip_package_is_the_collection_core() -> None:
+    import pdlint
+
+    assert Path(pdlint.__file__).resolve().parent == ROOT / "plugins" / "module_utils" / "pdlint"
+
+
+def test_collection_build_install_and_import(tmp_path: Path) -> None:
+    galaxy = str(BIN / "ansible-galaxy")
+    subprocess.run([galaxy, "collection", "build", str(ROOT), "--output-path", str(tmp_path)],
+                   check=True, capture_output=True)
+    [tarball] = tmp_path.glob("pdlint-topology-*.tar.gz")
+    dest = tmp_path / "collections"
+    subprocess.run([galaxy, "collection", "install", str(tarball), "-p", str(dest)], check=True, capture_output=True)
+    core = dest / "ansible_collections" / "pdlint" / "topology" / "plugins" / "module_utils" / "pdlint"
+    assert (core / "data" / "model-attention-facts.json").is_file()
+    assert not (dest / "ansible_collections" / "pdlint" / "topology" / "tests").exists()
+    probe = f"""
+import sys
+sys.path.insert(0, {str(dest)!r})
+sys.modules.pop("pdlint", None)
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import reference
+assert engine.__file__.startswith({str(dest)!r}), engine.__file__
+found = engine.check(reference.load([{str(ROOT / 'examples' / 'inventory')!r}]))
+print(sorted({{f.rule for f in found}}))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path)
+    assert "tp-ratio[moriio]" in out.stdout
