@@ -52,3 +52,17 @@ print(sorted({{f.rule for f in found}}))
 """
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path)
     assert "tp-ratio[moriio]" in out.stdout
+
+
+def test_readme_rule_table_is_generated() -> None:
+    from pdlint.docs import splice
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert splice(readme) == readme, "stale rule table: regenerate it with pdlint.docs.splice"
+
+
+def test_readme_starts_with_the_newcomer_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```sh\n", 1)[1].split("```", 1)[0].splitlines()
+    assert block[0].endswith(".venv/bin/pdlint examples/inventory") and "pip install" in block[0]
+    assert block[1] == ".venv/bin/pytest"

@@ -61,6 +61,11 @@ def _groups(args: argparse.Namespace) -> list[list[str]]:
 
 
 def _rules(ids: Sequence[str]) -> int:
+    if list(ids) == ["--markdown"]:
+        from .docs import rule_table
+
+        sys.stdout.write(rule_table())
+        return 0
     if not ids:
         for r in REGISTRY.values():
             sys.stdout.write(f"{r.id:34} {r.severity:8} {r.summary}\n")
