@@ -1,0 +1,42 @@
+"""Action plugin for pdlint.topology.check: the play's hostvars -> the one rules core -> task result."""
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, report
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.hostvars import is_relevant
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import tagged
+
+_SPEC = {"hosts": {"type": "list", "elements": "str"},
+         "fail_on": {"type": "str", "choices": ["error", "warning"], "default": "error"},
+         "skip": {"type": "list", "elements": "str", "default": []}}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        _, args = self.validate_argument_spec(argument_spec=_SPEC)
+        hostvars = task_vars["hostvars"]
+        names = args["hosts"] or list(task_vars.get("groups", {}).get("all", []))
+        loaded = []
+        for name in names:
+            own = hostvars[name]
+            loaded.append(tagged.host_vars(name, {k: own[k] for k in own if is_relevant(k)}))
+        skip = set(args["skip"])
+        found = [f for f in engine.check(loaded) if f.rule not in skip and f.rule.split("[")[0] not in skip]
+        failing = ("error",) if args["fail_on"] == "error" else ("error", "warning")
+        result["findings"] = [f.as_dict() for f in found]
+        result["changed"] = False
+        bad = [f for f in found if f.severity in failing]
+        if bad:
+            result["failed"] = True
+            result["msg"] = f"pdlint: {len(bad)} finding(s)\n" + report.text(found)
+        else:
+            result["msg"] = f"pdlint: {len(names)} hosts checked, no {'/'.join(failing)} findings"
+        return result

@@ -1,0 +1,46 @@
+"""Rule math for templates: which remote ranks a rank reads, and whether a TP pair is valid."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import connectors, moriio
+from .build import build
+from .hostvars import HostVars
+from .rules import CHECKS
+
+_CONNECTOR = {"moriio": "MoRIIOConnector", "nixl": "NixlConnector", "mooncake": "MooncakeConnector",
+              "p2p-nccl": "P2pNcclConnector"}
+
+
+def remote_ranks(local_rank: int, local_tp: int, remote_tp: int, connector: str = "moriio") -> list[int]:
+    """Remote TP ranks a local rank exchanges KV with (MoRIIO rank map, or NIXL handshake_target_ranks)."""
+    if connector == "moriio":
+        return [moriio.remote_tp_rank(local_rank, local_tp, remote_tp)]
+    if not connectors.tp_ratio_ok(local_tp, remote_tp):
+        raise ValueError(f"TP sizes {local_tp} and {remote_tp} are not multiples of each other")
+    if local_tp >= remote_tp:  # kv_connector/utils.py TransferTopology.handshake_target_ranks
+        return [local_rank // (local_tp // remote_tp)]
+    ratio = remote_tp // local_tp
+    return [local_rank * ratio + i for i in range(ratio)]
+
+
+def tp_pair_findings(prefill_tp: int, decode_tp: int, connector: str = "moriio", num_kv_heads: int | None = None,
+                     is_mla: bool = False, read_mode: bool = True) -> list[str]:
+    """Rule ids the registered rules report for this prefill/decode TP pair (empty: valid)."""
+    kv: dict[str, Any] = {"kv_connector": _CONNECTOR.get(connector, connector), "kv_role": "kv_both"}
+    if connector == "p2p-nccl":
+        kv["kv_connector_module_path"] = "p2p"
+    if connector == "moriio":
+        kv["kv_role"] = None
+        kv["kv_connector_extra_config"] = {"http_port": 8000, "read_mode": str(read_mode).lower()}
+    facts = {"vllm_model_is_mla": bool(is_mla)}
+    if num_kv_heads:
+        facts["vllm_model_num_kv_heads"] = num_kv_heads
+    hosts = []
+    for name, role, tp in (("p", "prefill", prefill_tp), ("d", "decode", decode_tp)):
+        own = dict(kv, kv_role="kv_producer" if role == "prefill" else "kv_consumer")
+        hosts.append(HostVars(name, {"vllm_pd_deployment": "pair", "vllm_pd_role": role,
+                                     "vllm_tensor_parallel_size": tp, "vllm_kv_transfer_config": own, **facts}))
+    topology, _ = build(hosts)
+    wanted = ("tp-ratio[", "kv-heads[")
+    return sorted({f.rule for r in CHECKS if r.id.startswith(wanted) for f in r.check(topology)})

@@ -1,0 +1,45 @@
+# The work is done by the action plugin (plugins/action/check.py) on the controller.
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: check
+short_description: Fail the play when the inventory's vLLM P/D topology is invalid
+version_added: "0.1.0"
+description:
+  - Runs every pdlint rule on the play's hostvars (already templated by Ansible) and fails listing every
+    finding in the pdlint CLI's text format. Runs on the controller and never changes a host.
+options:
+  hosts:
+    description: Inventory hosts to check together; default every host in the inventory.
+    type: list
+    elements: str
+  fail_on:
+    description: Lowest severity that fails the task.
+    type: str
+    choices: [error, warning]
+    default: error
+  skip:
+    description: Rule ids (or families such as C(gpu)) not to report.
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+author: pdlint developers
+"""
+
+EXAMPLES = r"""
+- name: Validate the P/D topology before bring-up
+  pdlint.topology.check:
+    fail_on: error
+  run_once: true
+"""
+
+RETURN = r"""
+findings:
+  description: Every finding, with the keys of pdlint's JSON output.
+  returned: always
+  type: list
+  elements: dict
+"""

@@ -1,0 +1,16 @@
+"""Test: is a prefill/decode TP pair valid for a connector (the core's tp-ratio and kv-heads rules)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import pairing
+
+
+def valid_tp_pair(prefill_tp: int, decode_tp: int, connector: str = "moriio", num_kv_heads: int | None = None,
+                  is_mla: bool = False, read_mode: bool = True) -> bool:
+    return not pairing.tp_pair_findings(int(prefill_tp), int(decode_tp), connector, num_kv_heads, is_mla, read_mode)
+
+
+class TestModule:
+    def tests(self) -> dict[str, Any]:
+        return {"valid_tp_pair": valid_tp_pair}
