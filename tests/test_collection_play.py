@@ -84,6 +84,9 @@ def test_cli_and_play_agree(collections: Path, tmp_path: Path, inventory: str) -
       register: r
       ignore_errors: true
     - ansible.builtin.copy: {content: "{{ r.findings | to_json }}", dest: "{{ playbook_dir }}/play.json"}
+    - ansible.builtin.copy:
+        content: "{{ hostvars | pdlint.topology.findings(groups['all']) | to_json }}"
+        dest: "{{ playbook_dir }}/filter.json"
 """
     proc = play(collections, playbook, str(ROOT / inventory), tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -92,6 +95,8 @@ def test_cli_and_play_agree(collections: Path, tmp_path: Path, inventory: str) -
                          capture_output=True, text=True, check=False)
     from_cli = {(f["rule"], tuple(f["hosts"])) for f in json.loads(cli.stdout)}
     assert from_play == from_cli
+    from_filter = {(f["rule"], tuple(f["hosts"])) for f in json.loads((tmp_path / "filter.json").read_text())}
+    assert from_filter == from_cli
 
 
 def test_ansible_doc(collections: Path) -> None:

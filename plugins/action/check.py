@@ -6,7 +6,6 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, report
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.hostvars import is_relevant
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import tagged
 
 _SPEC = {"hosts": {"type": "list", "elements": "str"},
@@ -24,10 +23,7 @@ class ActionModule(ActionBase):
         _, args = self.validate_argument_spec(argument_spec=_SPEC)
         hostvars = task_vars["hostvars"]
         names = args["hosts"] or list(task_vars.get("groups", {}).get("all", []))
-        loaded = []
-        for name in names:
-            own = hostvars[name]
-            loaded.append(tagged.host_vars(name, {k: own[k] for k in own if is_relevant(k)}))
+        loaded = tagged.from_play(hostvars, names)
         skip = set(args["skip"])
         found = [f for f in engine.check(loaded) if f.rule not in skip and f.rule.split("[")[0] not in skip]
         failing = ("error",) if args["fail_on"] == "error" else ("error", "warning")

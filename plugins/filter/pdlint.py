@@ -24,8 +24,7 @@ def remote_ranks(local_rank: int, local_tp: int, remote_tp: int, connector: str 
 
 
 def findings(hostvars: Any, hosts: list[str]) -> list[dict[str, Any]]:
-    loaded = [tagged.host_vars(h, {k: hostvars[h][k] for k in hostvars[h]}) for h in hosts]
-    return [f.as_dict() for f in engine.check(loaded)]
+    return [f.as_dict() for f in engine.check(tagged.from_play(hostvars, hosts))]
 
 
 class FilterModule:

@@ -84,3 +84,9 @@ def host_vars(host: str, variables: Mapping[str, Any], render: Render | None = N
         if isinstance(name, str) and is_relevant(name)
     }
     return HostVars(host=host, values=values, origins=origins)
+
+
+def from_play(hostvars: Mapping[str, Any], names: list[str]) -> list[HostVars]:
+    """The play's hostvars (templated by Ansible) for these hosts: the action plugin's and filter's loader."""
+    return [host_vars(name, {k: hostvars[name][k] for k in hostvars[name] if isinstance(k, str) and is_relevant(k)})
+            for name in names]
