@@ -77,7 +77,11 @@ def tp_ratio_ok(a: int, b: int) -> bool:
     return max(a, b) % min(a, b) == 0
 
 
+def nearest(candidates: list[int], near: int, limit: int = 2) -> list[int]:
+    """The limit candidates closest to near (ties: the larger), ascending: for "use TP 4 or 8" hints."""
+    return sorted(sorted(candidates, key=lambda n: (abs(n - near), -n))[:limit])
+
+
 def nearest_valid(other: int, near: int, limit: int = 2) -> list[int]:
     """TP sizes close to near whose ratio with other is whole (for hints)."""
-    candidates = [n for n in range(1, 2 * max(near, other) + 1) if tp_ratio_ok(n, other)]
-    return sorted(sorted(candidates, key=lambda n: (abs(n - near), -n))[:limit])
+    return nearest([n for n in range(1, 2 * max(near, other) + 1) if tp_ratio_ok(n, other)], near, limit)

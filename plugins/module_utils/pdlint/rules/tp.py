@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..connectors import nearest
 from ..model import Instance, Topology
 from .base import Hit, hit, rule, words
 
@@ -11,8 +12,7 @@ _FACT_VARS = {"heads": "vllm_model_num_attention_heads", "kv_heads": "vllm_model
 
 
 def _divisors_near(total: int, near: int) -> list[int]:
-    sizes = [n for n in range(1, total + 1) if total % n == 0]
-    return sorted(sorted(sizes, key=lambda n: (abs(n - near), -n))[:2])
+    return nearest([n for n in range(1, total + 1) if total % n == 0], near)
 
 
 def _kv_split_ok(tp: int, kv_heads: int) -> bool:
@@ -87,7 +87,7 @@ def kv_heads(topo: Topology) -> Iterator[Hit]:
             how = "replicate" if inst.tp >= k else "split"
             valid = [n for n in range(1, 2 * max(k, inst.tp) + 1) if _kv_split_ok(n, k)
                      and (not inst.facts.heads or inst.facts.heads % n == 0)]
-            near = sorted(sorted(valid, key=lambda n: (abs(n - inst.tp), -n))[:2])
+            near = nearest(valid, inst.tp)
             yield hit(inst, ("tensor_parallel_size",),
                       f"TP {inst.tp} cannot {how} the model's {k} KV heads evenly",
                       f"use TP {words(near)}" if near else None)
