@@ -166,3 +166,13 @@ def test_load_error_rule_reported_by_cli(tmp_path, monkeypatch, capsys) -> None:
     assert code == 2
     [f] = json.loads(out)
     assert f["rule"] == "load-error" and f["file"] == "hosts.yml" and f["line"] == 4
+
+
+@pytest.mark.parametrize(("rule", "names", "expected"), [
+    ("gpu[count]", {"gpu[count]"}, True), ("gpu[count]", {"gpu"}, True), ("gpu[count]", {"gpu[overlap]"}, False),
+    ("schema", {"schema"}, True), ("schema", set(), False), ("tp[heads]", {"tp-ratio"}, False),
+])
+def test_skip_names_a_rule_or_its_family(rule: str, names: set[str], expected: bool) -> None:
+    from pdlint.engine import named
+
+    assert named(rule, names) is expected

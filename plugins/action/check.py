@@ -25,7 +25,7 @@ class ActionModule(ActionBase):
         names = args["hosts"] or list(task_vars.get("groups", {}).get("all", []))
         loaded = tagged.from_play(hostvars, names)
         skip = set(args["skip"])
-        found = [f for f in engine.check(loaded) if f.rule not in skip and f.rule.split("[")[0] not in skip]
+        found = [f for f in engine.check(loaded) if not engine.named(f.rule, skip)]
         failing = ("error",) if args["fail_on"] == "error" else ("error", "warning")
         result["findings"] = [f.as_dict() for f in found]
         result["changed"] = False

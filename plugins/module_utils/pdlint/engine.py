@@ -1,7 +1,7 @@
 """The one rules core entry point: host variables in, sorted findings out (no I/O)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from . import schema
 from .build import build
@@ -26,12 +26,16 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(merged.values())
 
 
+def named(rule_id: str, names: Collection[str]) -> bool:
+    """True when names lists the rule id or its family (`gpu` names `gpu[count]`)."""
+    return rule_id in names or rule_id.split("[")[0] in names
+
+
 def _skipped(finding: Finding, skips: dict[str, frozenset[str]]) -> bool:
     """pdlint_skip suppresses a rule for the hosts it is set on: drop it when every host skips it."""
     if not finding.hosts:
         return False
-    return all(finding.rule in skips.get(h, frozenset()) or
-               finding.rule.split("[")[0] in skips.get(h, frozenset()) for h in finding.hosts)
+    return all(named(finding.rule, skips.get(h, frozenset())) for h in finding.hosts)
 
 
 def check(hosts: Sequence[HostVars]) -> list[Finding]:
