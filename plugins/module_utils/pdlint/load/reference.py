@@ -119,6 +119,10 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
         C.INVENTORY_ENABLED = _SAFE_DEFAULTS["ANSIBLE_INVENTORY_ENABLED"].split(",")
     try:
         loader = DataLoader()
+        # Ansible also reads group_vars beside the "playbook directory", the loader's basedir ('.' by
+        # default, cached by that relative name across calls): make it the inventory's own directory.
+        first = sources[0] if sources and "," not in sources[0] else os.getcwd()
+        loader.set_basedir(first if os.path.isdir(first) else os.path.dirname(first))
         inventory = InventoryManager(loader=loader, sources=list(sources))
         variables = VariableManager(loader=loader, inventory=inventory)
         result = []
