@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -87,12 +88,12 @@ class Engine:
 
     instances: tuple[Instance, ...]
 
-    @property
+    @functools.cached_property
     def lead(self) -> Instance:
         """The node-rank-0 instance, whose settings describe the engine."""
         return min(self.instances, key=lambda i: (i.node_rank, i.host, i.index or 0))
 
-    @property
+    @functools.cached_property
     def hosts(self) -> tuple[str, ...]:
         return tuple(sorted({i.host for i in self.instances}))
 

@@ -4,20 +4,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .. import connectors
-from ..model import Engine, Instance, Topology
+from ..model import Instance, Topology
 from .base import Hit, hit, rule
+from .pairs import pairs
 
 _DTYPE = {"half": "float16", "float": "float32"}
 _PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
-
-
-def _pairs(topo: Topology) -> Iterator[tuple[Engine, Engine, Instance, Instance]]:
-    for dep in topo.deployments:
-        for p, d in dep.pairs():
-            lp, ld = p.lead, d.lead
-            kind = connectors.kind(lp)
-            if kind in _PAIRED and connectors.canonical(lp.connector) == connectors.canonical(ld.connector):
-                yield p, d, lp, ld
 
 
 def _nixl_hashed(lp: Instance, ld: Instance) -> bool:
@@ -26,7 +18,7 @@ def _nixl_hashed(lp: Instance, ld: Instance) -> bool:
 
 
 def _differ(topo: Topology, field: str, attr: str, what: str, nixl_only: bool = False) -> Iterator[Hit]:
-    for p, d, lp, ld in _pairs(topo):
+    for p, d, lp, ld in pairs(topo, _PAIRED):
         if nixl_only and not _nixl_hashed(lp, ld):
             continue
         if not (lp.knows(field) and ld.knows(field)):
@@ -198,7 +190,7 @@ def hma(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_disable_hybrid_kv_cache_manager: true}
             d1: {vllm_pd_role: decode}
     """
-    for p, d, lp, ld in _pairs(topo):
+    for p, d, lp, ld in pairs(topo, _PAIRED):
         field = "disable_hybrid_kv_cache_manager"
         if not _nixl_hashed(lp, ld) or not (lp.knows(field) and ld.knows(field)):
             continue
@@ -240,7 +232,7 @@ def block_size(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_block_size: 64}
             d1: {vllm_pd_role: decode, vllm_block_size: 16}
     """
-    for p, d, lp, ld in _pairs(topo):
+    for p, d, lp, ld in pairs(topo, _PAIRED):
         bp, bd = lp.block_size, ld.block_size
         if bp is None or bd is None or bp == bd:
             continue
