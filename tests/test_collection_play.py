@@ -105,3 +105,17 @@ def test_ansible_doc(collections: Path) -> None:
         out = subprocess.run([str(BIN / "ansible-doc"), "-t", kind, f"pdlint.topology.{name}"], env=env,
                              capture_output=True, text=True, check=False)
         assert out.returncode == 0 and name in out.stdout, out.stderr
+
+
+def test_check_skip_and_fail_on(collections: Path, tmp_path: Path) -> None:
+    playbook = """\
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - pdlint.topology.check: {hosts: "{{ groups['all'] }}", skip: [tp-ratio, "tp[heads]"]}
+"""
+    inventory = str(ROOT / "examples" / "inventory")
+    assert play(collections, playbook, inventory, tmp_path).returncode == 0
+    bad = play(collections, playbook.replace(', "tp[heads]"', ""), inventory, tmp_path)
+    assert bad.returncode == 2 and "tp[heads]" in bad.stdout and "tp-ratio[moriio]" not in bad.stdout

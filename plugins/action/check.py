@@ -3,14 +3,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.pdlint.topology.plugins.modules.check import DOCUMENTATION
 
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, report
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import tagged
 
-_SPEC = {"hosts": {"type": "list", "elements": "str"},
-         "fail_on": {"type": "str", "choices": ["error", "warning"], "default": "error"},
-         "skip": {"type": "list", "elements": "str", "default": []}}
+_KEYS = ("type", "elements", "choices", "default", "required")
+# The argument spec is the module's DOCUMENTATION, written once.
+_SPEC = {name: {k: v for k, v in option.items() if k in _KEYS}
+         for name, option in yaml.safe_load(DOCUMENTATION)["options"].items()}
 
 
 class ActionModule(ActionBase):

@@ -76,8 +76,8 @@ def _prepare(value: Any) -> Any:
 def _validator() -> Any:
     import jsonschema
 
-    cls = jsonschema.validators.validator_for(generate())
-    return cls(generate())
+    doc = generate()
+    return jsonschema.validators.validator_for(doc)(doc)
 
 
 _VALIDATOR: Any = None
