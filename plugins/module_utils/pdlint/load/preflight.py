@@ -1,62 +1,172 @@
-"""Parse every YAML file of an inventory with libyaml first: Ansible's errors lose the line of a syntax error."""
+"""Before Ansible reads anything: every file it could read, bounded and checked; dynamic sources refused.
+
+Ansible's own errors lose the line of a YAML syntax error, follow symlink
+loops, read FIFOs until they close and build alias bombs in memory, so every
+inventory file and every group_vars/host_vars file is walked and checked here
+first (see guard.py). Executable inventory scripts and inventory plugin
+configurations are refused unless the user allows dynamic inventories.
+"""
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
+import stat
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
-from ..finding import Finding, Origin
+from ..finding import Finding
+from . import guard
+from .guard import Limits, Refused, refuse
 from .tagged import display_path
 
 _YAML_EXT = (".yml", ".yaml", ".json")
 _VARS_DIRS = ("group_vars", "host_vars")
+# ansible-core's InventoryManager: IGNORED_ALWAYS and the INVENTORY_IGNORE_EXTS default.
+_IGNORED_NAMES = re.compile(r"^\.|^host_vars$|^group_vars$|^vars_plugins$")
+_IGNORED_EXTS = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst", ".orig", ".cfg", ".retry")
+ALLOW_DYNAMIC = "pass --allow-inventory-plugins to run it (only for inventories you trust)"
 
 
-def _vars_files(base: Path) -> Iterator[Path]:
+@dataclasses.dataclass
+class Preflight:
+    """What the checks found short of refusing: warnings, and the vault-encrypted files."""
+
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    encrypted: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class _Walk:
+    limits: Limits
+    seen: int = 0
+
+    def entries(self, directory: str, chain: tuple[str, ...]) -> Iterator[tuple[str, tuple[str, ...]]]:
+        """(path, chain of real directories) of a directory's entries, sorted; symlink loops refused."""
+        real = os.path.realpath(directory)
+        if real in chain:
+            raise refuse(display_path(directory), "symlink loop: this directory contains itself",
+                         "remove the symlink that points back up the tree")
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError as exc:
+            raise refuse(display_path(directory), f"cannot list directory: {exc.strerror}") from None
+        self.seen += len(names)
+        if self.seen > self.limits.max_files:
+            raise refuse(display_path(directory), f"more than {self.limits.max_files:,} files under the inventory",
+                         "point pdlint at the inventory itself, not a whole tree")
+        for name in names:
+            yield os.path.join(directory, name), (*chain, real)
+
+
+def _regular(path: str) -> bool:
+    """True for a regular file, False for a directory; anything else (FIFO, device, socket, dangling) refused."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        kind = "symlink loop" if exc.errno == 40 else exc.strerror
+        raise refuse(display_path(path), f"cannot read: {kind}") from None
+    if stat.S_ISDIR(mode):
+        return False
+    if not stat.S_ISREG(mode):
+        raise refuse(display_path(path), "not a regular file (FIFO, device or socket): not read",
+                     "remove it from the inventory directory")
+    return True
+
+
+def _read(path: str, limits: Limits) -> bytes:
+    try:
+        size = os.path.getsize(path)
+        if size > limits.max_file_bytes:
+            raise refuse(display_path(path), f"file is {size:,} bytes, over the {limits.max_file_bytes:,}-byte limit",
+                         "raise the limit with --max-file-size if this file is genuine")
+        with open(path, "rb") as fh:
+            return fh.read(limits.max_file_bytes + 1)
+    except OSError as exc:
+        raise refuse(display_path(path), f"cannot read file: {exc.strerror}") from None
+
+
+def _vars_files(base: str, walk: _Walk) -> Iterator[str]:
+    """The files Ansible's host_group_vars plugin could read under base/group_vars and base/host_vars."""
     for name in _VARS_DIRS:
-        root = base / name
-        if not root.is_dir():
+        root = os.path.join(base, name)
+        if os.path.isdir(root):
+            yield from _vars_tree(root, (), walk)
+
+
+def _vars_tree(directory: str, chain: tuple[str, ...], walk: _Walk) -> Iterator[str]:
+    for path, inner in walk.entries(directory, chain):
+        name = os.path.basename(path)
+        if name.startswith(".") or name.endswith("~"):
             continue
-        for dirpath, _dirs, files in os.walk(root):
-            for f in sorted(files):
-                if not f.startswith(".") and (f.endswith(_YAML_EXT) or "." not in f):
-                    yield Path(dirpath) / f
+        ext = os.path.splitext(name)[1]
+        if not _regular(path):
+            if not ext:
+                yield from _vars_tree(path, inner, walk)
+        elif not ext or ext in _YAML_EXT:
+            yield path
 
 
-def files(sources: Sequence[str]) -> Iterator[Path]:
-    """The YAML files Ansible would read for these sources (inventory files and vars beside them)."""
+def _inventory_files(directory: str, chain: tuple[str, ...], walk: _Walk) -> Iterator[str]:
+    """Files of a directory source, as ansible-core's InventoryManager walks it."""
+    for path, inner in walk.entries(directory, chain):
+        name = os.path.basename(path)
+        if _IGNORED_NAMES.search(name) or name.endswith(_IGNORED_EXTS):
+            continue
+        if _regular(path):
+            yield path
+        else:
+            yield from _inventory_files(path, inner, walk)
+
+
+def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Preflight, limits: Limits) -> None:
+    shown = display_path(path)
+    if data.startswith(b"#!") and os.access(path, os.X_OK):
+        if not allow_dynamic:
+            raise refuse(shown, "executable inventory script: not run", ALLOW_DYNAMIC, 1, 1)
+        return
+    ext = os.path.splitext(path)[1]
+    if ext and ext not in _YAML_EXT:
+        return  # INI, TOML: no aliases; Ansible's parser reports its own errors
+    scan = guard.scan_yaml(text, shown, limits)
+    if scan.syntax_error is not None:
+        if ext:
+            raise Refused(scan.syntax_error)
+        return  # no extension: Ansible tries YAML, then INI
+    found.findings.extend(scan.duplicates)
+    if "plugin" in scan.top_keys and not allow_dynamic:
+        raise refuse(shown, "inventory plugin configuration: dynamic inventory plugins are not loaded",
+                     ALLOW_DYNAMIC, 1, 1)
+
+
+def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: bool = False) -> Preflight:
+    """Check every file the sources would make Ansible read; raises guard.Refused for unusable ones."""
+    limits = limits or Limits()
+    walk = _Walk(limits)
+    found = Preflight()
+    inventory: list[str] = []
+    bases: list[str] = []
     for source in sources:
-        path = Path(source)
-        if path.is_dir():
-            for child in sorted(path.iterdir()):
-                if child.is_file() and child.suffix in _YAML_EXT:
-                    yield child
-            yield from _vars_files(path)
-        elif path.is_file():
-            if path.suffix in _YAML_EXT:
-                yield path
-            yield from _vars_files(path.parent)
-
-
-def check(sources: Sequence[str]) -> Finding | None:
-    """The first YAML syntax error, with the parser's line and column, or None."""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    for path in files(sources):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            return Finding(Origin(display_path(str(path))), "load-error", "error", f"cannot read file: {exc}")
-        try:
-            for _ in yaml.compose_all(text, Loader=loader):
-                pass
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            origin = Origin(display_path(str(path)), mark.line + 1 if mark else None, mark.column + 1 if mark else None)
-            problem = exc.problem or exc.context or "invalid YAML"
-            return Finding(origin, "load-error", "error", f"YAML syntax error: {problem}",
-                           "fix the YAML syntax at this position")
-        except yaml.YAMLError as exc:
-            return Finding(Origin(display_path(str(path))), "load-error", "error", f"YAML error: {exc}")
-    return None
+        if "," in source and not os.path.exists(source):
+            continue  # a host list, not a path
+        if _regular(source):
+            inventory.append(source)
+            bases.append(os.path.dirname(source))
+        else:
+            inventory.extend(_inventory_files(source, (), walk))
+            bases.append(source)
+    vars_files = [f for base in dict.fromkeys(bases) for f in _vars_files(base, walk)]
+    inventory_set = set(inventory)
+    for path in inventory + vars_files:
+        data = _read(path, limits)
+        if data.lstrip().startswith(guard.VAULT_HEADER):
+            found.encrypted.append(path)
+            continue
+        text = guard.text_of(data, display_path(path), limits)
+        if path in inventory_set:
+            _inventory(path, text, data, allow_dynamic, found, limits)
+            continue
+        scan = guard.scan_yaml(text, display_path(path), limits)
+        if scan.syntax_error is not None:
+            raise Refused(scan.syntax_error)
+        found.findings.extend(scan.duplicates)
+    return found
