@@ -6,6 +6,7 @@ Jinja lookups are disabled unless the caller allows them.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Sequence
@@ -13,17 +14,8 @@ from typing import Any
 
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, Unresolved
-from . import preflight, tagged
+from . import groups, guard, preflight, safety, tagged, vault
 
-_SAFE_DEFAULTS = {
-    # Static sources only: no scripts, no dynamic plugins (which may run code).
-    "ANSIBLE_INVENTORY_ENABLED": "host_list,yaml,ini,toml",
-    "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "True",
-    "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
-    "ANSIBLE_DEPRECATION_WARNINGS": "False",
-    "ANSIBLE_LOCALHOST_WARNING": "False",
-    "ANSIBLE_NOCOLOR": "True",
-}
 _LOOKUPS = ("lookup", "query", "q")
 
 
@@ -33,14 +25,6 @@ class LoadError(Exception):
     def __init__(self, finding: Finding) -> None:
         super().__init__(finding.message)
         self.finding = finding
-
-
-def configure(allow_plugins: bool = False) -> None:
-    """Set Ansible's configuration before it is first imported."""
-    for key, value in _SAFE_DEFAULTS.items():
-        if allow_plugins and key == "ANSIBLE_INVENTORY_ENABLED":
-            continue
-        os.environ.setdefault(key, value)
 
 
 def _error_origin(exc: BaseException) -> Origin:
@@ -98,39 +82,125 @@ def _renderer(loader: Any, variables: Any, allow_lookups: bool) -> tagged.Render
     return render
 
 
-def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: bool = False) -> list[HostVars]:
-    """Every host of the inventory with its pdlint variables. Raises LoadError."""
+def _sandbox() -> None:
+    """No Jinja extensions (they are Python imports) and Jinja's sandbox, whatever ansible.cfg says."""
+    from ansible._internal._templating import _jinja_common
+
+    _jinja_common._TemplateConfig.jinja_extensions = []
+    _jinja_common._TemplateConfig.sandbox_mode = _jinja_common._SandboxMode.DEFAULT
+
+
+def _loader(skip: set[str]) -> Any:
+    """ansible-core's DataLoader, reading vault-encrypted files in skip as empty (no password was given)."""
+    from ansible.parsing.dataloader import DataLoader
+
+    class Loader(DataLoader):
+        def load_from_file(self, file_name: str, *args: Any, **kwargs: Any) -> Any:
+            if os.path.realpath(self.path_dwim(file_name)) in skip:
+                return {}
+            return super().load_from_file(file_name, *args, **kwargs)
+
+    return Loader()
+
+
+def _failure(exc: BaseException, warnings: list[Any]) -> Finding:
+    """The load-error for a failed load: the parser's own complaint rather than 'Completely failed'."""
+    origin = _error_origin(exc)
+    message = _message(exc)
+    if message.startswith("Completely failed to parse inventory source"):
+        causes = [w.event for w in warnings if "Failed to parse inventory with" in w.event.msg]
+        # The INI parser's complaint is the useful one for files without a YAML extension, else the YAML one.
+        source = message.rsplit(" ", 1)[-1]
+        want = "'yaml'" if source.endswith((".yml", ".yaml", ".json")) else "'ini'"
+        causes.sort(key=lambda event: want not in event.msg)
+        if causes:
+            chain, event = [], causes[0]
+            while event is not None:
+                chain.append(event.msg.strip().splitlines()[0] if event.msg.strip() else "")
+                event = event.chain.event if event.chain is not None else None
+            specific = [m for m in chain if m and not m.startswith(("Failed to parse inventory", "Failed to parse"))]
+            reason = specific[0] if specific else chain[-1]
+            message = f"cannot parse inventory: {reason}"
+            origin = _line_of(source, reason) or Origin(tagged.display_path(source))
+    return Finding(origin=origin, rule="load-error", severity="error", message=message)
+
+
+def _line_of(source: str, message: str) -> Origin | None:
+    """The line an INI parse error quotes (ansible-core 2.19 drops the line number)."""
+    quoted = re.search(r"(?:got: |definition ')(.+?)'?(?::|$)", message)
+    if not quoted or not os.path.isfile(source):
+        return None
+    fragment = quoted.group(1).strip()
+    try:
+        with open(source, encoding="utf-8", errors="replace") as fh:
+            for number, text in enumerate(fh, 1):
+                if fragment and fragment in text:
+                    return Origin(tagged.display_path(source), number, text.index(fragment) + 1)
+    except OSError:
+        return None
+    return None
+
+
+def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: bool = False,
+         limits: guard.Limits | None = None, vault_password_file: str | None = None,
+         notes: list[Finding] | None = None) -> list[HostVars]:
+    """Every host of the inventory with its pdlint variables. Raises LoadError.
+
+    Warnings found on the way (duplicate keys, files left encrypted) are appended to notes.
+    """
     # Absolute paths: ansible-core caches some path lookups across calls in one process.
     sources = [s if "," in s else os.path.abspath(s) for s in sources]
-    problem = preflight.check(sources)
-    if problem is not None:
-        raise LoadError(problem)
-    configure(allow_plugins)
+    try:
+        checked = preflight.check(sources, limits, allow_dynamic=allow_plugins)
+    except guard.Refused as exc:
+        raise LoadError(exc.finding) from None
+    notes = notes if notes is not None else []
+    notes.extend(checked.findings)
+    safety.configure(allow_plugins)
     from ansible import constants as C
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
-    from ansible.parsing.dataloader import DataLoader
+    from ansible._internal._display_utils import DeferredWarningContext  # 2.19+: warnings as data, not stderr
     from ansible.vars.manager import VariableManager
 
     # Set on every call too: ansible.constants may have been imported before configure() ran.
     C.INVENTORY_ANY_UNPARSED_IS_FAILED = True
     C.INVENTORY_UNPARSED_WARNING = False
     if not allow_plugins:
-        C.INVENTORY_ENABLED = _SAFE_DEFAULTS["ANSIBLE_INVENTORY_ENABLED"].split(",")
+        C.INVENTORY_ENABLED = os.environ["ANSIBLE_INVENTORY_ENABLED"].split(",")
+        _sandbox()
+        late = safety.pinned_too_late()
+        if late:  # an embedding program imported ansible-core first: its ansible.cfg may add plugins
+            raise LoadError(Finding(Origin(), "load-error", "error",
+                                    f"ansible-core was configured before pdlint could pin {', '.join(late)}",
+                                    "call pdlint.load.safety.configure() before importing ansible"))
+    password = vault.password_file(vault_password_file)
+    skip = set() if password else {os.path.realpath(p) for p in checked.encrypted}
+    notes.extend(vault.locked(p) for p in checked.encrypted if password is None)
+    captured = DeferredWarningContext(variables={})
     try:
-        loader = DataLoader()
-        # Ansible also reads group_vars beside the "playbook directory", the loader's basedir ('.' by
-        # default, cached by that relative name across calls): make it the inventory's own directory.
-        first = sources[0] if sources and "," not in sources[0] else os.getcwd()
-        loader.set_basedir(first if os.path.isdir(first) else os.path.dirname(first))
-        inventory = InventoryManager(loader=loader, sources=list(sources))
-        variables = VariableManager(loader=loader, inventory=inventory)
-        result = []
-        for host in sorted(inventory.get_hosts(), key=lambda h: h.name):
-            host_variables = variables.get_vars(host=host, include_hostvars=False)
-            render = _renderer(loader, host_variables, allow_lookups)
-            result.append(tagged.host_vars(host.name, host_variables, render))
-        return result
+        with captured:
+            loader = _loader(skip)
+            vault.secrets(password, loader)
+            # Ansible also reads group_vars beside the "playbook directory", the loader's basedir ('.' by
+            # default, cached by that relative name across calls): make it the inventory's own directory.
+            first = sources[0] if sources and "," not in sources[0] else os.getcwd()
+            loader.set_basedir(first if os.path.isdir(first) else os.path.dirname(first))
+            inventory = InventoryManager(loader=loader, sources=list(sources))
+            variables = VariableManager(loader=loader, inventory=inventory)
+            notes.extend(groups.invalid_names(inventory, sources))
+            encrypted = {tagged.display_path(p) for p in checked.encrypted}
+            result = []
+            for host in sorted(inventory.get_hosts(), key=lambda h: h.name):
+                host_variables = variables.get_vars(host=host, include_hostvars=False)
+                render = _renderer(loader, host_variables, allow_lookups)
+                result.append(_sealed(tagged.host_vars(host.name, host_variables, render), encrypted))
+            return result
     except AnsibleError as exc:
-        origin = _error_origin(exc)
-        raise LoadError(Finding(origin=origin, rule="load-error", severity="error", message=_message(exc))) from exc
+        raise LoadError(_failure(exc, captured.get_warnings())) from exc
+
+
+def _sealed(hv: HostVars, encrypted: set[str]) -> HostVars:
+    """Values read from a vault-encrypted file are secrets too."""
+    paths = {path for path, origin in hv.origins.items() if origin.file in encrypted}
+    return hv if not paths else dataclasses.replace(hv, secrets=hv.secrets | paths)
