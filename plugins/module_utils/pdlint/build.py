@@ -90,7 +90,8 @@ def _unresolved(src: _Source, name: str, why: str, origin: Origin | None) -> Fin
     return Finding(
         origin=origin or Origin(), rule="unresolved", severity="warning",
         message=f"{host_var(name)} cannot be rendered statically ({why}); rules that need it are skipped",
-        hint="set a literal value, or define the variables the template uses in the inventory",
+        hint=("pass --vault-password-file FILE (or set ANSIBLE_VAULT_PASSWORD_FILE) to check it" if "vault" in why
+              else "set a literal value, or define the variables the template uses in the inventory"),
         hosts=(src.hv.host,),
     )
 

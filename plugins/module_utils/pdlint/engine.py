@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
-from . import schema
+from . import redact, schema
 from .build import build
 from .finding import Finding
 from .hostvars import HostVars
@@ -51,4 +51,5 @@ def run(hosts: Sequence[HostVars]) -> tuple[list[Finding], Topology]:
         found.extend(rule.check(topology))
     skips = {hv.host: frozenset(s for s in hv.values.get("pdlint_skip") or () if isinstance(s, str))
              for hv in hosts if isinstance(hv.values.get("pdlint_skip"), list)}
-    return [f for f in merge(found) if not _skipped(f, skips)], topology
+    kept = [f for f in merge(found) if not _skipped(f, skips)]
+    return redact.apply(kept, redact.secret_texts(hosts)), topology

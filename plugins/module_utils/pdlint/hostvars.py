@@ -24,6 +24,7 @@ class HostVars:
     host: str
     values: Mapping[str, Any]
     origins: Mapping[Path, Origin] = dataclasses.field(default_factory=dict)
+    secrets: frozenset[Path] = frozenset()  # paths of vault-decrypted values: never printed
 
     def origin(self, *path: str | int) -> Origin:
         """Origin of the value at path, else of the nearest enclosing value that has one."""

@@ -14,8 +14,9 @@ from ..hostvars import HostVars, Path, Unresolved, is_relevant
 
 try:  # internal API of ansible-core 2.19+: origins are best effort
     from ansible._internal._datatag._tags import Origin as _AnsibleOrigin
+    from ansible._internal._datatag._tags import VaultedValue as _VaultedValue
 except ImportError:  # pragma: no cover - older ansible-core
-    _AnsibleOrigin = None
+    _AnsibleOrigin = _VaultedValue = None
 
 try:
     from ansible.parsing.vault import EncryptedString
@@ -45,13 +46,31 @@ def display_path(path: str, base: str | None = None) -> str:
     return path if rel.startswith("..") else rel
 
 
-def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | None) -> Any:
-    """A copy of value with native types; origins recorded by path; templates rendered."""
-    if isinstance(value, EncryptedString):  # never decrypted here, never printed
+def _decrypted(value: Any) -> Any:
+    """The plaintext of a `!vault` value when the user gave a vault password, else Unresolved."""
+    from ansible.parsing.vault import VaultSecretsContext
+
+    context = VaultSecretsContext.current(optional=True)
+    if context is None or not context.secrets:
+        return Unresolved("vault-encrypted value, no vault password given")
+    try:
+        return value._decrypt()
+    except Exception as exc:  # noqa: BLE001 - a wrong password is data, never a crash
+        return Unresolved(f"vault-encrypted value cannot be decrypted ({type(exc).__name__})")
+
+
+def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | None,
+          secrets: set[Path] | None = None) -> Any:
+    """A copy of value with native types; origins recorded by path; templates rendered; vaulted paths in secrets."""
+    if isinstance(value, EncryptedString):  # decrypted only with the user's password, never printed
         origin = origin_of(value)
         if origin:
             origins[path] = origin
-        return Unresolved("vault-encrypted value")
+        value = _decrypted(value)
+        if isinstance(value, Unresolved):
+            return value
+    if secrets is not None and _VaultedValue is not None and _VaultedValue.is_tagged_on(value):
+        secrets.add(path)
     origin = origin_of(value)
     if origin is not None:
         origins[path] = origin
@@ -59,14 +78,14 @@ def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | 
         rendered = render(value)
         if isinstance(rendered, Unresolved):
             return rendered
-        result = plain(rendered, path, origins, None)
+        result = plain(rendered, path, origins, None, secrets)
         if origin is not None:  # the template is what the user edits, not what it referenced
             origins[path] = origin
         return result
     if isinstance(value, Mapping):
-        return {str(k): plain(v, (*path, str(k)), origins, render) for k, v in value.items()}
+        return {str(k): plain(v, (*path, str(k)), origins, render, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v, (*path, i), origins, render) for i, v in enumerate(value)]
+        return [plain(v, (*path, i), origins, render, secrets) for i, v in enumerate(value)]
     if isinstance(value, bool) or value is None:
         return value
     for native in (int, float, str):
@@ -78,12 +97,13 @@ def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | 
 def host_vars(host: str, variables: Mapping[str, Any], render: Render | None = None) -> HostVars:
     """The pdlint-relevant part of one host's variables."""
     origins: dict[Path, Origin] = {}
+    secrets: set[Path] = set()
     values = {
-        name: plain(value, (name,), origins, render)
+        name: plain(value, (name,), origins, render, secrets)
         for name, value in variables.items()
         if isinstance(name, str) and is_relevant(name)
     }
-    return HostVars(host=host, values=values, origins=origins)
+    return HostVars(host=host, values=values, origins=origins, secrets=frozenset(secrets))
 
 
 def from_play(hostvars: Mapping[str, Any], names: list[str]) -> list[HostVars]:
