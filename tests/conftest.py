@@ -32,7 +32,9 @@ def lint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lint:
     def run(hosts: str, **files: str) -> list[Finding]:
         tree = {"hosts.yml": hosts, **{k.replace("__", "/"): v for k, v in files.items()}}
         write_tree(tmp_path, tree)
-        return engine.check(reference.load([str(tmp_path / "hosts.yml")]))
+        notes: list[Finding] = []
+        hosts = reference.load([str(tmp_path / "hosts.yml")], notes=notes)
+        return sorted(notes + engine.check(hosts))
 
     return run
 

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import NEWEST_VLLM, __version__, engine, report, schema
-from .finding import Finding
+from .load import guard
+from .finding import Finding, Origin
 from .rules import REGISTRY
 
 _VARS_DIRS = ("group_vars", "host_vars")
@@ -24,6 +25,18 @@ def inventory_for(path: str) -> str:
     return path
 
 
+def _size(text: str) -> int:
+    """8M, 512K, 1G or plain bytes."""
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    try:
+        value = int(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 8M)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (must be positive)")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="pdlint", description="Lint vLLM prefill/decode topologies in Ansible inventories.",
                                  epilog="Also: `pdlint rules [ID]` documents the rules; `pdlint schema` prints the JSON Schema.")
@@ -34,16 +47,21 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     ap.add_argument("--allow-lookups", action="store_true",
                     help="render Jinja lookups (runs whatever they run: only for trusted inventories)")
+    ap.add_argument("--allow-inventory-plugins", action="store_true",
+                    help="run inventory scripts and dynamic inventory plugins, and let ansible.cfg add plugin "
+                         "paths (runs their code: only for trusted inventories)")
+    ap.add_argument("--vault-password-file", metavar="FILE",
+                    help="decrypt vault values and files with this password (default: $ANSIBLE_VAULT_PASSWORD_FILE); "
+                         "decrypted values are never printed")
+    ap.add_argument("--max-file-size", type=_size, default=guard.Limits.max_file_bytes, metavar="BYTES",
+                    help="refuse inventory and vars files larger than this (suffix K, M or G; default 8M)")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     ap.add_argument("--version", action="version", version=f"pdlint {__version__} (vLLM rules: {NEWEST_VLLM})")
     return ap
 
 
 def _default_inventory() -> list[str]:
-    from .load import reference
-
-    reference.configure()
-    from ansible import constants as C  # reads ansible.cfg the Ansible way
+    from ansible import constants as C  # reads ansible.cfg the Ansible way (after safety.configure)
 
     return [str(s) for s in C.DEFAULT_HOST_LIST]
 
@@ -80,6 +98,9 @@ def _rules(ids: Sequence[str]) -> int:
 
 
 def _lint(args: argparse.Namespace) -> int:
+    from .load import safety
+
+    safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core
     from .load import reference
 
     started = time.perf_counter()
@@ -91,13 +112,22 @@ def _lint(args: argparse.Namespace) -> int:
     findings: list[Finding] = []
     hosts = deployments = 0
     for sources in groups:
+        notes: list[Finding] = []
         try:
-            loaded = reference.load(sources, allow_lookups=args.allow_lookups)
+            loaded = reference.load(sources, allow_lookups=args.allow_lookups,
+                                    allow_plugins=args.allow_inventory_plugins,
+                                    limits=guard.Limits(max_file_bytes=args.max_file_size),
+                                    vault_password_file=args.vault_password_file, notes=notes)
         except reference.LoadError as exc:
             sys.stdout.write(report.REPORTERS[args.format]([exc.finding]))
             return 2
+        if not loaded:
+            empty = Finding(Origin(", ".join(sources)), "load-error", "error", "the inventory has no hosts",
+                            "name the inventory (or a file inside it) that defines the P/D hosts")
+            sys.stdout.write(report.REPORTERS[args.format]([*notes, empty]))
+            return 2
         found, topology = engine.run(loaded)
-        findings.extend(found)
+        findings.extend(notes + found)
         hosts += len(loaded)
         deployments += len(topology.deployments)
     findings.sort()
@@ -124,9 +154,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _lint(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `pdlint ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except Exception as exc:  # noqa: BLE001 - no traceback reaches the user unless asked
         if debug:
             raise
+        if type(exc).__module__.startswith("ansible."):  # e.g. a broken ansible.cfg: the user's to fix
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            sys.stderr.write(f"pdlint: error: ansible-core: {first}\n")
+            return 2
         sys.stderr.write(f"pdlint: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)\n")
         return 2
 

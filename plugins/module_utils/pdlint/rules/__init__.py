@@ -4,8 +4,9 @@ from __future__ import annotations
 from . import connector, deployment, env, gpu, kv_heads, kv_role, network, pd_mismatch, stages, tp, tp_ratio
 from .base import Rule
 
-# Stage rules (schema, load-error, unresolved) are reported outside the rule loop.
-STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved)
+# Stage rules (reported by the loader, builder and schema) run outside the rule loop.
+STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved, stages.key_duplicates,
+                            stages.group_name)
 
 CHECKS: tuple[Rule, ...] = (
     deployment.incomplete, deployment.connector,

@@ -82,3 +82,58 @@ def unresolved(_topo: Topology) -> Iterator[Hit]:
             d1: {vllm_pd_role: decode}
     """
     return iter(())
+
+
+@rule("yaml[key-duplicates]", "warning")
+def key_duplicates(_topo: Topology) -> Iterator[Hit]:
+    """A YAML mapping repeats a key; Ansible keeps the later value without saying so.
+
+    Reported by the loader's first pass over every inventory and vars file, at
+    the line of the repeated key (the message names the line of the first).
+
+    PASS:
+
+        all:
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_pd_deployment: chat, vllm_tensor_parallel_size: 4}
+            d1: {vllm_pd_role: decode, vllm_pd_deployment: chat}
+
+    FAIL:
+
+        all:
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_pd_deployment: chat, vllm_tensor_parallel_size: 4,
+                 vllm_tensor_parallel_size: 8}
+            d1: {vllm_pd_role: decode, vllm_pd_deployment: chat}
+    """
+    return iter(())
+
+
+@rule("inventory[group-name]", "warning")
+def group_name(_topo: Topology) -> Iterator[Hit]:
+    """A group name has characters other than letters, digits and _ (Ansible accepts it with a warning).
+
+    Such names cannot be used as identifiers in templates and are rejected by
+    some tools; the hint gives the name Ansible would transform it to.
+
+    PASS:
+
+        all:
+          children:
+            gpu_prefill:
+              hosts:
+                p1: {vllm_pd_role: prefill, vllm_pd_deployment: chat}
+          hosts:
+            d1: {vllm_pd_role: decode, vllm_pd_deployment: chat}
+
+    FAIL:
+
+        all:
+          children:
+            gpu-prefill:
+              hosts:
+                p1: {vllm_pd_role: prefill, vllm_pd_deployment: chat}
+          hosts:
+            d1: {vllm_pd_role: decode, vllm_pd_deployment: chat}
+    """
+    return iter(())

@@ -1,0 +1,74 @@
+"""Findings of the loader's first pass (guard, preflight) and of ansible-core's warnings made data."""
+from __future__ import annotations
+
+import pytest
+from conftest import rules_of
+
+from pdlint.load import guard, reference
+
+HOSTS = """\
+all:
+  vars: {vllm_pd_deployment: chat}
+  hosts:
+    p1: {vllm_pd_role: prefill}
+    d1: {vllm_pd_role: decode}
+"""
+
+
+@pytest.mark.parametrize(("rule", "files", "where"), [
+    ("yaml[key-duplicates]", {"group_vars__all.yml": "vllm_dtype: half\nvllm_model: a\nvllm_dtype: bfloat16\n"},
+     ("group_vars/all.yml", 3, 1)),
+    ("yaml[key-duplicates]", {"host_vars__p1.yml": "vllm_kv_transfer_config:\n  kv_role: kv_producer\n"
+                                                   "  kv_role: kv_both\n"}, ("host_vars/p1.yml", 3, 3)),
+    ("inventory[group-name]", {"hosts.yml": HOSTS.replace("  hosts:\n", "  children:\n    gpu-p:\n      hosts:\n"
+                                                          "        p0: {vllm_pd_role: prefill}\n  hosts:\n")},
+     ("hosts.yml", 4, 5)),
+])
+def test_loader_findings(lint, rule, files, where) -> None:
+    hosts = files.pop("hosts.yml", HOSTS)
+    found = [f for f in lint(hosts, **files) if f.rule == rule]
+    assert found, f"{rule} not reported"
+    assert (found[0].origin.file, found[0].origin.line, found[0].origin.column) == where
+    assert found[0].severity == "warning"
+
+
+@pytest.mark.parametrize(("rule", "files"), [
+    ("yaml[key-duplicates]", {"group_vars__all.yml": "vllm_dtype: half\n<<: {a: 1}\nb: {<<: {c: 1}}\n"}),
+    ("inventory[group-name]", {"group_vars__all.yml": "vllm_dtype: half\n"}),
+])
+def test_loader_findings_pass(lint, rule, files) -> None:
+    assert rule not in rules_of(lint(HOSTS, **files))
+
+
+@pytest.mark.parametrize(("text", "limits", "message"), [
+    ("a: " + "[" * 30 + "]" * 30, guard.Limits(max_depth=20), "nested deeper than 20 levels"),
+    ("a: &a [1, 2, 3]\nb: [*a, *a, *a]\nc: [*b, *b]\n", guard.Limits(max_nodes=20), "more than 20 nodes"),
+])
+def test_guard_limits(text, limits, message) -> None:
+    with pytest.raises(guard.Refused) as info:
+        guard.scan_yaml(text, "f.yml", limits)
+    assert message in info.value.finding.message
+    assert info.value.finding.origin.line is not None
+
+
+def test_guard_counts_aliases_by_what_they_expand_to() -> None:
+    text = "a: &a [1, 2, 3]\nb: [*a, *a, *a]\nc: [*b, *b]\n"
+    guard.scan_yaml(text, "f.yml", guard.Limits(max_nodes=40))  # 1 + 4 + 13 + 27 + 3 keys = 38 nodes
+
+
+@pytest.mark.parametrize(("data", "message", "line"), [
+    (b"a: 1\nb: \xff\n", "not UTF-8: byte 0xff", 2),
+    (b"a: 1\n\n\x00\x01", "binary file", 3),
+])
+def test_guard_bytes(data, message, line) -> None:
+    with pytest.raises(guard.Refused) as info:
+        guard.text_of(data, "f.yml", guard.Limits())
+    assert message in info.value.finding.message and info.value.finding.origin.line == line
+
+
+def test_notes_carry_loader_warnings(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hosts.yml").write_text(HOSTS + "    d1: {vllm_pd_role: decode}\n")
+    notes: list = []
+    reference.load([str(tmp_path / "hosts.yml")], notes=notes)
+    assert [(n.rule, n.origin.line) for n in notes] == [("yaml[key-duplicates]", 6)]
