@@ -1,11 +1,11 @@
 """The rule registry: every rule pdlint runs, listed explicitly (no discovery)."""
 from __future__ import annotations
 
-from . import connector, deployment, env, gpu, kv_heads, kv_role, network, pd_mismatch, stages, tp, tp_ratio
+from . import connector, deployment, env, gpu, kv_heads, kv_role, network, pd_mismatch, skip, stages, tp, tp_ratio
 from .base import Rule
 
-# Stage rules (schema, load-error, unresolved) are reported outside the rule loop.
-STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved)
+# Stage rules (schema, load-error, unresolved, skip[...]) are reported outside the rule loop.
+STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved, skip.unused, skip.unknown)
 
 CHECKS: tuple[Rule, ...] = (
     deployment.incomplete, deployment.connector,
