@@ -72,3 +72,29 @@ def test_a_finding_on_two_hosts_is_suppressed_only_when_both_skip(tmp_path: Path
     assert "pd-mismatch[model]" in ids(one.findings) and "skip[unused]" not in ids(one.findings)
     both = result(tmp_path, nixl + ', vllm_model: x/y, pdlint_skip: ["pd-mismatch", "gpu"]', mismatch)
     assert "pd-mismatch[model]" in ids(both.suppressed) and "pd-mismatch[model]" not in ids(both.findings)
+
+
+def test_cli_counts_suppressed_and_lists_them_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from pdlint.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    write_tree(tmp_path, {"hosts.yml": BASE % (', pdlint_skip: ["gpu[count]"]', ', pdlint_skip: [port]')})
+    assert main(["hosts.yml"]) == 0
+    out = capsys.readouterr().out
+    assert "gpu[count]" not in out and "hosts.yml:5:" in out  # only d1's unused entry is shown
+    assert out.splitlines()[-1].startswith("pdlint: 0 errors, 1 warning (1 suppressed) in 2 hosts, 1 deployments (")
+
+    assert main(["hosts.yml", "--show-suppressed"]) == 0
+    out = capsys.readouterr().out
+    assert "hosts.yml:4:66: gpu[count] [suppressed] CUDA_VISIBLE_DEVICES" in out
+    assert "skip[unused] [warning] pdlint_skip entry 'port' suppresses nothing" in out
+
+    assert main(["hosts.yml", "-f", "json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert [f["rule"] for f in plain] == ["skip[unused]"] and "suppressed" not in plain[0]
+    assert main(["hosts.yml", "-f", "json", "--show-suppressed", "--strict"]) == 1  # the warning fails --strict
+    shown = json.loads(capsys.readouterr().out)
+    assert [(f["rule"], f["suppressed"]) for f in shown] == [("skip[unused]", False), ("gpu[count]", True)]

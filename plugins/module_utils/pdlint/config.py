@@ -67,7 +67,7 @@ def apply(findings: Iterable[Finding], config: Config) -> list[Finding]:
     return out
 
 
-def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
+def names(value: Any, key: str, where: str) -> tuple[str, ...]:
     """A list of rule ids or families (one string is a list of one)."""
     if isinstance(value, str):
         value = [value]
@@ -104,8 +104,8 @@ def parse(data: Any, source: str, table: str = "") -> Config:
     if not isinstance(strict, bool):
         raise ConfigError(f"{source}: {table}strict: expected true or false, got {strict!r}")
     return Config(
-        select=_names(data["select"], f"{table}select", source) if data.get("select") is not None else None,
-        ignore=_names(data.get("ignore") or [], f"{table}ignore", source),
+        select=names(data["select"], f"{table}select", source) if data.get("select") is not None else None,
+        ignore=names(data.get("ignore") or [], f"{table}ignore", source),
         severity=_severity(data.get("severity") or {}, source, f"{table}severity"),
         vllm_version=version, strict=strict, source=source,
     )
