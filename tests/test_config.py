@@ -153,3 +153,16 @@ def test_unknown_rule_in_a_flag_is_exit_2(tmp_path: Path, monkeypatch, capsys) -
     monkeypatch.chdir(seed(tmp_path, 6))
     code, _, err = run(["hosts.yml", "--select", "tp,nope"], capsys)
     assert code == 2 and "--select: unknown rule 'nope'" in err
+
+
+def test_readme_config_example_is_valid() -> None:
+    import re
+    import tomllib
+
+    from conftest import ROOT
+
+    from pdlint.config import parse
+
+    [block] = re.findall(r"```toml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    config = parse(tomllib.loads(block)["tool"]["pdlint"], "README.md", "tool.pdlint.")
+    assert config.select and config.ignore and config.severity and config.vllm_version

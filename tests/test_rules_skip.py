@@ -98,3 +98,15 @@ def test_cli_counts_suppressed_and_lists_them_when_asked(tmp_path: Path, monkeyp
     assert main(["hosts.yml", "-f", "json", "--show-suppressed", "--strict"]) == 1  # the warning fails --strict
     shown = json.loads(capsys.readouterr().out)
     assert [(f["rule"], f["suppressed"]) for f in shown] == [("skip[unused]", False), ("gpu[count]", True)]
+
+
+def test_rules_command_documents_the_skip_family(capsys: pytest.CaptureFixture[str]) -> None:
+    from pdlint.cli import main
+
+    assert main(["rules"]) == 0
+    listed = capsys.readouterr().out
+    assert "skip[unused]" in listed and "skip[unknown]" in listed
+    assert main(["rules", "skip"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("skip[unused] (warning)\n") and "\nskip[unknown] (warning)\n" in out
+    assert out.count("PASS:") == 2 and out.count("FAIL:") == 2

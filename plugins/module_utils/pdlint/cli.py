@@ -80,11 +80,12 @@ def _rules(ids: Sequence[str]) -> int:
             sys.stdout.write(f"{r.id:34} {r.severity:8} {r.summary}\n")
         return 0
     for rule_id in ids:
-        r = REGISTRY.get(rule_id)
-        if r is None:
+        # a family (`gpu`) documents each of its rules
+        found = [r for r in REGISTRY.values() if rule_id in (r.id, r.id.split("[")[0])]
+        if not found:
             sys.stderr.write(f"pdlint: error: no rule {rule_id!r} (see `pdlint rules`)\n")
             return 2
-        sys.stdout.write(f"{r.id} ({r.severity})\n\n{r.doc}\n")
+        sys.stdout.write("\n".join(f"{r.id} ({r.severity})\n\n{r.doc}\n" for r in found))
     return 0
 
 
