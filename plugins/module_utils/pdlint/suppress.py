@@ -30,7 +30,7 @@ class Entry:
 
 def entries(hosts: Sequence[HostVars]) -> list[Entry]:
     """Every string item of every host's pdlint_skip (Ansible precedence already chose the list)."""
-    out = []
+    out: list[Entry] = []
     for hv in hosts:
         skip = hv.values.get("pdlint_skip")
         if isinstance(skip, list):
@@ -44,7 +44,8 @@ def split(findings: Iterable[Finding], marks: Sequence[Entry]) -> tuple[list[Fin
     skips: dict[str, set[str]] = {}
     for e in marks:
         skips.setdefault(e.host, set()).add(e.name)
-    kept, suppressed = [], []
+    kept: list[Finding] = []
+    suppressed: list[Finding] = []
     for f in findings:
         quiet = bool(f.hosts) and all(named(f.rule, skips.get(h, ())) for h in f.hosts)
         (suppressed if quiet else kept).append(f)
@@ -68,7 +69,7 @@ def problems(findings: Sequence[Finding], marks: Sequence[Entry]) -> list[Findin
         key = (e.origin, e.name)
         hosts.setdefault(key, []).append(e.host)
         used[key] = used.get(key, False) or any(named(r, [e.name]) for r in concerns.get(e.host, ()))
-    out = []
+    out: list[Finding] = []
     for (origin, name), on in hosts.items():
         where = tuple(sorted(set(on)))
         if not is_rule_name(name):
