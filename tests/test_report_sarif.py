@@ -21,7 +21,7 @@ def sarif(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dic
 
 
 def validate(log: dict) -> None:
-    assert SCHEMAS, "no vendored SARIF schema"
+    assert "sarif-schema-2.1.0.json" in {p.name for p in SCHEMAS}, "the official schema is not vendored"
     for path in SCHEMAS:
         schema = json.loads(path.read_text(encoding="utf-8"))
         validator = jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
