@@ -34,7 +34,8 @@ def test_command_escapes_each_part() -> None:
 def test_info_is_a_notice_and_unknown_places_are_left_out() -> None:
     f = Finding(Origin(), "model-facts", "info", "m")
     assert command(f, None) == "::notice title=model-facts::m"
-    assert command(Finding(Origin("x.yml", 4), "schema", "error", "m"), "x.yml") == "::error file=x.yml,line=4,title=schema::m"
+    no_column = Finding(Origin("x.yml", 4), "schema", "error", "m")
+    assert command(no_column, "x.yml") == "::error file=x.yml,line=4,title=schema::m"
 
 
 def test_cli_annotations_are_repo_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:

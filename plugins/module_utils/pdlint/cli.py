@@ -36,11 +36,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="output format (default: text, or github when GITHUB_ACTIONS=true)")
     ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
                     help="exit 1 on warnings too (default: the config's `strict`, else off)")
-    ap.add_argument("--select", metavar="RULES", help="comma-separated rule ids or families to report (replaces the config's)")
-    ap.add_argument("--ignore", metavar="RULES", help="comma-separated rule ids or families not to report (replaces the config's)")
+    ap.add_argument("--select", metavar="RULES",
+                    help="comma-separated rule ids or families to report (replaces the config's)")
+    ap.add_argument("--ignore", metavar="RULES",
+                    help="comma-separated rule ids or families not to report (replaces the config's)")
     ap.add_argument("--show-suppressed", action="store_true", help="also list the findings pdlint_skip suppressed")
     ap.add_argument("--config", metavar="FILE",
-                    help="configuration file (default: .pdlint.yaml or pyproject.toml [tool.pdlint], from here up to the git root)")
+                    help="configuration file (default: .pdlint.yaml or pyproject.toml [tool.pdlint], "
+                         "from here up to the git root)")
     ap.add_argument("--allow-lookups", action="store_true",
                     help="render Jinja lookups (runs whatever they run: only for trusted inventories)")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")

@@ -27,7 +27,7 @@ def source_root(cwd: Path | None = None) -> Path:
 
 
 def relative_uri(file: str, root: Path, cwd: Path | None = None) -> str | None:
-    """file (as findings carry it: relative to cwd, or absolute) relative to root in forward slashes; None outside root."""
+    """file (relative to cwd, or absolute) relative to root with forward slashes; None outside root."""
     path = (cwd or Path.cwd()) / file
     try:
         rel = path.resolve().relative_to(root.resolve())

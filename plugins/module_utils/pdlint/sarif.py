@@ -49,7 +49,9 @@ def _location(f: Finding, root: Path) -> list[dict[str, Any]]:
     if not f.origin.file:
         return []
     uri = relative_uri(f.origin.file, root)
-    artifact = {"uri": uri, "uriBaseId": SRCROOT} if uri is not None else {"uri": Path(f.origin.file).resolve().as_uri()}
+    # outside the repository: an absolute file URI (code scanning cannot place it, other viewers can)
+    artifact = ({"uri": uri, "uriBaseId": SRCROOT} if uri is not None
+                else {"uri": Path(f.origin.file).resolve().as_uri()})
     physical: dict[str, Any] = {"artifactLocation": artifact}
     if f.origin.line is not None:
         physical["region"] = {"startLine": f.origin.line,
