@@ -119,3 +119,90 @@ def test_check_skip_and_fail_on(collections: Path, tmp_path: Path) -> None:
     assert play(collections, playbook, inventory, tmp_path).returncode == 0
     bad = play(collections, playbook.replace(', "tp[heads]"', ""), inventory, tmp_path)
     assert bad.returncode == 2 and "tp[heads]" in bad.stdout and "tp-ratio[moriio]" not in bad.stdout
+
+
+SKIPPING = {
+    "hosts.yml": """\
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4, vllm_env: {CUDA_VISIBLE_DEVICES: "0,1"},
+                 vllm_model: meta-llama/Llama-3.3-70B-Instruct}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 6, vllm_model: other/model}
+        """,
+    "group_vars/all.yml": "pdlint_skip: [gpu, \"port[collision]\", pd-mismatch]\n",
+    "host_vars/d1.yml": "pdlint_skip: [pd-mismatch, \"gpu[cuont]\"]\n",
+}
+
+REPORT = """\
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - pdlint.topology.check: {hosts: "{{ groups['all'] }}", fail_on: warning%s}
+      register: r
+      ignore_errors: true
+    - ansible.builtin.copy:
+        content: "{{ {'findings': r.findings, 'suppressed': r.suppressed} | to_json }}"
+        dest: "{{ playbook_dir }}/play.json"
+"""
+
+
+def keyed(rows: list[dict], suppressed: bool) -> set[tuple[object, ...]]:
+    return {(f["rule"], f["severity"], tuple(f["hosts"]), f["message"], suppressed) for f in rows}
+
+
+def cli_json(inventory: Path, *argv: str) -> list[dict]:
+    proc = subprocess.run([sys.executable, "-m", "pdlint.cli", str(inventory), "-f", "json", "--show-suppressed",
+                           *argv], capture_output=True, text=True, check=False)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize(("options", "argv"), [
+    ("", []),
+    (", select: [gpu, pd-mismatch, skip, tp-ratio]", ["--select", "gpu,pd-mismatch,skip,tp-ratio"]),
+    (", skip: [skip]", ["--ignore", "skip"]),
+    (', config: "{{ playbook_dir }}/pdlint.yaml"', ["--config", "{tmp}/pdlint.yaml"]),
+])
+def test_suppression_and_config_agree_in_cli_and_play(collections: Path, tmp_path: Path, options: str,
+                                                      argv: list[str]) -> None:
+    from conftest import write_tree
+
+    inventory = write_tree(tmp_path / "inv", SKIPPING)
+    (tmp_path / "pdlint.yaml").write_text("ignore: [kv-heads]\nseverity: {skip: info, tp-ratio: warning}\n"
+                                          "vllm_version: '0.31.1'\n")
+    proc = play(collections, REPORT % options, str(inventory), tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from_play = json.loads((tmp_path / "play.json").read_text())
+    got = keyed(from_play["findings"], False) | keyed(from_play["suppressed"], True)
+    cli = cli_json(inventory, *(a.replace("{tmp}", str(tmp_path)) for a in argv))
+    assert got == {k for f in cli for k in keyed([f], f["suppressed"])}
+    rules = {(k[0], k[4]) for k in got}
+    assert ("gpu[count]", True) in rules and ("pd-mismatch[model]", True) in rules
+    if not options:
+        assert {("skip[unused]", False), ("skip[unknown]", False), ("tp-ratio[nixl]", False)} <= rules
+
+
+def test_bad_config_fails_the_task_naming_the_key(collections: Path, tmp_path: Path) -> None:
+    (tmp_path / "pdlint.yaml").write_text("ignore: [nosuch]\n")
+    options = ', config: "{{ playbook_dir }}/pdlint.yaml"'
+    proc = play(collections, REPORT.replace("      ignore_errors: true\n", "") % options,
+                str(ROOT / "examples" / "inventory"), tmp_path)
+    assert proc.returncode == 2 and "pdlint.yaml: ignore: unknown rule 'nosuch'" in proc.stdout, proc.stdout
+
+
+def test_role_takes_select_and_config(collections: Path, tmp_path: Path) -> None:
+    (tmp_path / "pdlint.yaml").write_text("ignore: [tp-ratio]\n")
+    inventory = str(ROOT / "examples" / "inventory")
+    with_config = VALIDATE.replace("roles: [pdlint.topology.validate]",
+                                   "roles: [{role: pdlint.topology.validate, "
+                                   "pdlint_validate_config: '{{ playbook_dir }}/pdlint.yaml'}]")
+    proc = play(collections, with_config, inventory, tmp_path)
+    assert proc.returncode == 2 and "tp[heads]" in proc.stdout and "tp-ratio[moriio]" not in proc.stdout, proc.stdout
+    selected = VALIDATE.replace("roles: [pdlint.topology.validate]",
+                                "roles: [{role: pdlint.topology.validate, pdlint_validate_select: [gpu]}]")
+    proc = play(collections, selected, inventory, tmp_path)
+    assert proc.returncode == 0, proc.stdout

@@ -1,20 +1,34 @@
 """Action plugin for pdlint.topology.check: the play's hostvars -> the one rules core -> task result."""
 from __future__ import annotations
 
+import dataclasses
+import time
+from pathlib import Path
 from typing import Any
 
 import yaml
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.pdlint.topology.plugins.modules.check import DOCUMENTATION
 
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, report
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import configfile, engine, report
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.config import DEFAULT, Config, ConfigError, names
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import tagged
 
 _KEYS = ("type", "elements", "choices", "default", "required")
 # The argument spec is the module's DOCUMENTATION, written once.
 _SPEC = {name: {k: v for k, v in option.items() if k in _KEYS}
          for name, option in yaml.safe_load(DOCUMENTATION)["options"].items()}
+
+
+def _config(args: dict[str, Any]) -> Config:
+    """The config file named by `config`, with `select` replacing and `skip` extending its choices."""
+    config = configfile.read(Path(args["config"])) if args["config"] else DEFAULT
+    if args["select"] is not None:
+        config = dataclasses.replace(config, select=names(args["select"], "select", "pdlint.topology.check"))
+    skip = names(args["skip"], "skip", "pdlint.topology.check")
+    return dataclasses.replace(config, ignore=(*config.ignore, *skip))
 
 
 class ActionModule(ActionBase):
@@ -26,17 +40,24 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         _, args = self.validate_argument_spec(argument_spec=_SPEC)
         hostvars = task_vars["hostvars"]
-        names = args["hosts"] or list(task_vars.get("groups", {}).get("all", []))
-        loaded = tagged.from_play(hostvars, names)
-        skip = set(args["skip"])
-        found = [f for f in engine.check(loaded) if not engine.named(f.rule, skip)]
+        hosts = args["hosts"] or list(task_vars.get("groups", {}).get("all", []))
+        try:
+            config = _config(args)
+        except ConfigError as exc:
+            raise AnsibleActionFail(f"pdlint: {exc}") from None
+        started = time.perf_counter()
+        checked = engine.lint(tagged.from_play(hostvars, hosts), config)
+        found = checked.findings
         failing = ("error",) if args["fail_on"] == "error" else ("error", "warning")
         result["findings"] = [f.as_dict() for f in found]
+        result["suppressed"] = [f.as_dict() for f in checked.suppressed]
         result["changed"] = False
+        summary = report.summary(found, len(hosts), len(checked.topology.deployments), time.perf_counter() - started,
+                                 len(checked.suppressed))
         bad = [f for f in found if f.severity in failing]
         if bad:
             result["failed"] = True
-            result["msg"] = f"pdlint: {len(bad)} finding(s)\n" + report.text(found)
+            result["msg"] = report.text(found) + summary
         else:
-            result["msg"] = f"pdlint: {len(names)} hosts checked, no {'/'.join(failing)} findings"
+            result["msg"] = summary.strip()
         return result

@@ -19,10 +19,22 @@ options:
     choices: [error, warning]
     default: error
   skip:
-    description: Rule ids (or families such as C(gpu)) not to report.
+    description:
+      - Rule ids (or families such as C(gpu)) not to report; added to the I(config) file's C(ignore).
+      - To suppress a rule for some hosts only, set C(pdlint_skip) in their inventory variables instead.
     type: list
     elements: str
     default: []
+  select:
+    description: Rule ids or families to report, all others are not; replaces the I(config) file's C(select).
+    type: list
+    elements: str
+  config:
+    description:
+      - A pdlint configuration file (C(.pdlint.yaml), or a C(pyproject.toml) with a C([tool.pdlint]) table), read
+        on the controller as the CLI reads it; its C(select), C(ignore), C(severity) and C(vllm_version) apply.
+      - Its C(strict) does not; use I(fail_on). Without this option no configuration file is read.
+    type: path
 attributes:
   check_mode:
     support: full
@@ -39,6 +51,11 @@ EXAMPLES = r"""
 RETURN = r"""
 findings:
   description: Every finding, with the keys of pdlint's JSON output.
+  returned: always
+  type: list
+  elements: dict
+suppressed:
+  description: The findings C(pdlint_skip) suppressed, with the same keys; they never fail the task.
   returned: always
   type: list
   elements: dict

@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import NEWEST_VLLM, __version__, engine, report, schema
-from .load import guard
+from . import NEWEST_VLLM, __version__, configfile, engine, report, schema
+from . import config as configuration
+from .config import Config, ConfigError, names
 from .finding import Finding, Origin
+from .load import guard
 from .rules import REGISTRY
 
 _VARS_DIRS = ("group_vars", "host_vars")
@@ -43,8 +46,18 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("paths", nargs="*", metavar="PATH", help="inventory file or directory, or any file inside one")
     ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
                     help="inventory source, as in Ansible (repeatable; together they form one inventory)")
-    ap.add_argument("-f", "--format", choices=sorted(report.REPORTERS), default="text")
-    ap.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    ap.add_argument("-f", "--format", choices=sorted(report.REPORTERS), default=None,
+                    help="output format (default: text, or github when GITHUB_ACTIONS=true)")
+    ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
+                    help="exit 1 on warnings too (default: the config's `strict`, else off)")
+    ap.add_argument("--select", metavar="RULES",
+                    help="comma-separated rule ids or families to report (replaces the config's)")
+    ap.add_argument("--ignore", metavar="RULES",
+                    help="comma-separated rule ids or families not to report (replaces the config's)")
+    ap.add_argument("--show-suppressed", action="store_true", help="also list the findings pdlint_skip suppressed")
+    ap.add_argument("--config", metavar="FILE",
+                    help="configuration file (default: .pdlint.yaml or pyproject.toml [tool.pdlint], "
+                         "from here up to the git root)")
     ap.add_argument("--allow-lookups", action="store_true",
                     help="render Jinja lookups (runs whatever they run: only for trusted inventories)")
     ap.add_argument("--allow-inventory-plugins", action="store_true",
@@ -89,12 +102,31 @@ def _rules(ids: Sequence[str]) -> int:
             sys.stdout.write(f"{r.id:34} {r.severity:8} {r.summary}\n")
         return 0
     for rule_id in ids:
-        r = REGISTRY.get(rule_id)
-        if r is None:
+        # a family (`gpu`) documents each of its rules
+        found = [r for r in REGISTRY.values() if rule_id in (r.id, r.id.split("[")[0])]
+        if not found:
             sys.stderr.write(f"pdlint: error: no rule {rule_id!r} (see `pdlint rules`)\n")
             return 2
-        sys.stdout.write(f"{r.id} ({r.severity})\n\n{r.doc}\n")
+        sys.stdout.write("\n".join(f"{r.id} ({r.severity})\n\n{r.doc}\n" for r in found))
     return 0
+
+
+def _config(args: argparse.Namespace) -> Config:
+    """The config file's settings, overridden by the command line's."""
+    config = configfile.load(Path.cwd(), args.config)
+    if args.select is not None:
+        config = dataclasses.replace(config, select=names(args.select.split(","), "--select", "pdlint"))
+    if args.ignore is not None:
+        config = dataclasses.replace(config, ignore=names(args.ignore.split(","), "--ignore", "pdlint"))
+    if args.strict is not None:
+        config = dataclasses.replace(config, strict=args.strict)
+    return config
+
+
+def _format(args: argparse.Namespace) -> str:
+    if args.format:
+        return str(args.format)
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -104,12 +136,19 @@ def _lint(args: argparse.Namespace) -> int:
     from .load import reference
 
     started = time.perf_counter()
+    try:
+        config = _config(args)
+    except ConfigError as exc:
+        sys.stderr.write(f"pdlint: error: {exc}\n")
+        return 2
+    fmt = _format(args)
     groups = _groups(args)
     missing = [s for g in groups for s in g if "," not in s and not os.path.exists(s)]
     if missing:
         sys.stderr.write(f"pdlint: error: {missing[0]}: no such file or directory\n")
         return 2
     findings: list[Finding] = []
+    suppressed: list[Finding] = []
     hosts = deployments = 0
     for sources in groups:
         notes: list[Finding] = []
@@ -119,22 +158,24 @@ def _lint(args: argparse.Namespace) -> int:
                                     limits=guard.Limits(max_file_bytes=args.max_file_size),
                                     vault_password_file=args.vault_password_file, notes=notes)
         except reference.LoadError as exc:
-            sys.stdout.write(report.REPORTERS[args.format]([exc.finding]))
+            sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))
             return 2
         if not loaded:
             empty = Finding(Origin(", ".join(sources)), "load-error", "error", "the inventory has no hosts",
                             "name the inventory (or a file inside it) that defines the P/D hosts")
-            sys.stdout.write(report.REPORTERS[args.format]([*notes, empty]))
+            sys.stdout.write(report.REPORTERS[fmt]([*notes, empty], None))
             return 2
-        found, topology = engine.run(loaded)
-        findings.extend(notes + found)
+        result = engine.lint(loaded, config)
+        findings.extend(configuration.apply(notes, config) + result.findings)
+        suppressed.extend(result.suppressed)
         hosts += len(loaded)
-        deployments += len(topology.deployments)
+        deployments += len(result.topology.deployments)
     findings.sort()
-    sys.stdout.write(report.REPORTERS[args.format](findings))
-    if args.format == "text":
-        sys.stdout.write(report.summary(findings, hosts, deployments, time.perf_counter() - started))
-    failing = ("error", "warning") if args.strict else ("error",)
+    suppressed.sort()
+    sys.stdout.write(report.REPORTERS[fmt](findings, suppressed if args.show_suppressed else None))
+    if fmt in ("text", "github"):
+        sys.stdout.write(report.summary(findings, hosts, deployments, time.perf_counter() - started, len(suppressed)))
+    failing = ("error", "warning") if config.strict else ("error",)
     return 1 if any(f.severity in failing for f in findings) else 0
 
 

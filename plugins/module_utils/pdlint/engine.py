@@ -1,14 +1,18 @@
 """The one rules core entry point: host variables in, sorted findings out (no I/O)."""
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import dataclasses
+from collections.abc import Iterable, Sequence
 
-from . import redact, schema
+from . import config as configuration
+from . import redact, schema, suppress
 from .build import build
-from .finding import Finding
+from .config import Config
+from .finding import Finding, Origin
 from .hostvars import HostVars
 from .model import Topology
 from .rules import CHECKS
+from .suppress import named  # noqa: F401 - rule-or-family matching, used by the check action
 
 
 def _schema(hosts: Sequence[HostVars]) -> list[Finding]:
@@ -26,18 +30,6 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(merged.values())
 
 
-def named(rule_id: str, names: Collection[str]) -> bool:
-    """True when names lists the rule id or its family (`gpu` names `gpu[count]`)."""
-    return rule_id in names or rule_id.split("[")[0] in names
-
-
-def _skipped(finding: Finding, skips: dict[str, frozenset[str]]) -> bool:
-    """pdlint_skip suppresses a rule for the hosts it is set on: drop it when every host skips it."""
-    if not finding.hosts:
-        return False
-    return all(named(finding.rule, skips.get(h, frozenset())) for h in finding.hosts)
-
-
 def check(hosts: Sequence[HostVars]) -> list[Finding]:
     """Every finding for these hosts: schema, build problems, then every registered rule."""
     return run(hosts)[0]
@@ -45,11 +37,39 @@ def check(hosts: Sequence[HostVars]) -> list[Finding]:
 
 def run(hosts: Sequence[HostVars]) -> tuple[list[Finding], Topology]:
     """check(), and the topology it checked."""
+    result = lint(hosts)
+    return result.findings, result.topology
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What one check produced: reported findings, those pdlint_skip suppressed, and the topology."""
+
+    findings: list[Finding]
+    suppressed: list[Finding]
+    topology: Topology
+
+
+def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars]:
+    """Hosts without vllm_version get the configured default, its origin the config file."""
+    if config.vllm_version is None:
+        return list(hosts)
+    origin = Origin(config.source or "")
+    return [hv if "vllm_version" in hv.values else dataclasses.replace(
+        hv, values={**hv.values, "vllm_version": config.vllm_version},
+        origins={**hv.origins, ("vllm_version",): origin}) for hv in hosts]
+
+
+def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT) -> Result:
+    """Every finding for these hosts under config: pdlint_skip splits them, select/ignore/severity apply to both."""
+    hosts = _default_version(hosts, config)
     topology, problems = build(hosts)
     found = _schema(hosts) + problems
     for rule in CHECKS:
         found.extend(rule.check(topology))
-    skips = {hv.host: frozenset(s for s in hv.values.get("pdlint_skip") or () if isinstance(s, str))
-             for hv in hosts if isinstance(hv.values.get("pdlint_skip"), list)}
-    kept = [f for f in merge(found) if not _skipped(f, skips)]
-    return redact.apply(kept, redact.secret_texts(hosts)), topology
+    found = merge(found)
+    marks = suppress.entries(hosts)
+    kept, suppressed = suppress.split(merge([*found, *suppress.problems(found, marks)]), marks)
+    secrets = redact.secret_texts(hosts)  # vault-decrypted text never reaches any output
+    return Result(redact.apply(configuration.apply(kept, config), secrets),
+                  redact.apply(configuration.apply(suppressed, config), secrets), topology)

@@ -1,40 +1,62 @@
-"""Reporters, chosen by name: findings -> text."""
+"""Reporters, chosen by name: findings (and, when asked, the suppressed ones) -> text."""
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
 
+from .annotations import github
 from .finding import Finding
+from .sarif import as_sarif
 
 
-def line(f: Finding) -> str:
+def line(f: Finding, suppressed: bool = False) -> str:
     """`path:line:col: rule-id message`, the form editors and CI logs link."""
-    tag = "" if f.severity == "error" else f" [{f.severity}]"
+    marks = ([] if f.severity == "error" else [f.severity]) + (["suppressed"] if suppressed else [])
+    tag = f" [{', '.join(marks)}]" if marks else ""
     return f"{f.origin}: {f.rule}{tag} {f.message}"
 
 
-def text(findings: Sequence[Finding]) -> str:
-    out = []
-    for f in findings:
-        out.append(line(f))
-        extra = [f"hint: {f.hint}"] if f.hint else []
-        if f.hosts:
-            extra.append("hosts: " + ", ".join(f.hosts))
-        if f.deployment:
-            extra.append(f"deployment: {f.deployment}")
-        if extra:
-            out.append("  " + "; ".join(extra))
+def _entry(f: Finding, suppressed: bool) -> list[str]:
+    extra = [f"hint: {f.hint}"] if f.hint else []
+    if f.hosts:
+        extra.append("hosts: " + ", ".join(f.hosts))
+    if f.deployment:
+        extra.append(f"deployment: {f.deployment}")
+    return [line(f, suppressed)] + (["  " + "; ".join(extra)] if extra else [])
+
+
+def text(findings: Sequence[Finding], suppressed: Sequence[Finding] | None = None) -> str:
+    """Findings, then the suppressed ones marked as such when they are asked for."""
+    out = [row for f in findings for row in _entry(f, False)]
+    out += [row for f in suppressed or () for row in _entry(f, True)]
     return "\n".join(out) + ("\n" if out else "")
 
 
-def as_json(findings: Sequence[Finding]) -> str:
-    return json.dumps([f.as_dict() for f in findings], indent=2) + "\n"
+def as_json(findings: Sequence[Finding], suppressed: Sequence[Finding] | None = None) -> str:
+    """The JSON contract; with --show-suppressed every object also has `suppressed` (true/false)."""
+    if suppressed is None:
+        return json.dumps([f.as_dict() for f in findings], indent=2) + "\n"
+    rows = [{**f.as_dict(), "suppressed": False} for f in findings]
+    rows += [{**f.as_dict(), "suppressed": True} for f in suppressed]
+    return json.dumps(rows, indent=2) + "\n"
 
 
-REPORTERS: dict[str, Callable[[Sequence[Finding]], str]] = {"text": text, "json": as_json}
+def _sarif(findings: Sequence[Finding], suppressed: Sequence[Finding] | None = None) -> str:
+    return as_sarif(findings, suppressed or ())
 
 
-def summary(findings: Sequence[Finding], hosts: int, deployments: int, seconds: float) -> str:
+def _github(findings: Sequence[Finding], suppressed: Sequence[Finding] | None = None) -> str:
+    return github(findings)  # suppressed findings are never annotated; the summary counts them
+
+
+# Every reporter: (findings, suppressed or None when not asked for) -> output.
+Reporter = Callable[[Sequence[Finding], Sequence[Finding] | None], str]
+REPORTERS: dict[str, Reporter] = {"text": text, "json": as_json, "sarif": _sarif, "github": _github}
+
+
+def summary(findings: Sequence[Finding], hosts: int, deployments: int, seconds: float, suppressed: int = 0) -> str:
+    """`pdlint: 2 errors, 1 warning (3 suppressed) in 6 hosts, 3 deployments (0.31 s)`."""
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
     parts = [f"{n} {s}{'' if n == 1 else 's'}" for s, n in counts.items() if n or s == "error"]
-    return f"pdlint: {', '.join(parts)} in {hosts} hosts, {deployments} deployments ({seconds:.2f} s)\n"
+    quiet = f" ({suppressed} suppressed)" if suppressed else ""
+    return f"pdlint: {', '.join(parts)}{quiet} in {hosts} hosts, {deployments} deployments ({seconds:.2f} s)\n"

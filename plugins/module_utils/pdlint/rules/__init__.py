@@ -1,12 +1,12 @@
 """The rule registry: every rule pdlint runs, listed explicitly (no discovery)."""
 from __future__ import annotations
 
-from . import connector, deployment, env, gpu, kv_heads, kv_role, network, pd_mismatch, stages, tp, tp_ratio
+from . import connector, deployment, env, gpu, kv_heads, kv_role, network, pd_mismatch, skip, stages, tp, tp_ratio
 from .base import Rule
 
-# Stage rules (reported by the loader, builder and schema) run outside the rule loop.
+# Stage rules (reported by the loader, builder, schema and suppression) run outside the rule loop.
 STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved, stages.key_duplicates,
-                            stages.group_name)
+                            stages.group_name, skip.unused, skip.unknown)
 
 CHECKS: tuple[Rule, ...] = (
     deployment.incomplete, deployment.connector,
