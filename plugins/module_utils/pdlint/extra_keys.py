@@ -35,14 +35,15 @@ class ConnectorKeys:
     patterns: tuple[str, ...] = ()  # key patterns passed on wholesale (LMCache's "lmcache.*")
 
 
-_INT = {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": r"^\s*-?[0-9]+\s*$"}]}  # vLLM int()s these
-_DIGITS = {"type": "string", "pattern": INT_STRING}  # used as a string (concatenated, put in os.environ)
-_NUMBER = {"anyOf": [{"type": "number"}, {"type": "string", "pattern": r"^\s*[0-9.eE+-]+\s*$"}]}
-_POSITIVE = {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "string", "pattern": r"^\s*[0-9.eE+]+\s*$"}]}
+_INT = {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string", "type": "string", "pattern": r"^\s*-?[0-9]+\s*$"}]}  # vLLM int()s these
+_DIGITS = {"title": "digits, as a string", "type": "string", "pattern": INT_STRING}  # used as a string (concatenated, put in os.environ)
+_NUMBER = {"anyOf": [{"type": "number"}, {"title": "a number written as a string", "type": "string", "pattern": r"^\s*[0-9.eE+-]+\s*$"}]}
+_POSITIVE = {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"title": "a positive number written as a string", "type": "string", "pattern": r"^\s*[0-9.eE+]+\s*$"}]}
 _STR = {"type": "string"}
 _BOOL = {"type": "boolean"}
 _READ_MODE = {"anyOf": [{"type": "boolean"}, {"enum": [0, 1]},
-                        {"type": "string", "pattern": r"^\s*([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[01])\s*$"}]}
+                        {"title": "'true', 'false', '1' or '0' (any case)", "type": "string",
+                         "pattern": r"^\s*([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[01])\s*$"}]}
 
 MORIIO = ConnectorKeys("MoRIIO", ("MoRIIOConnector",), "v1/moriio/moriio_common.py MoRIIOConfig.from_vllm_config", (
     Key("http_port", PORT, None, "Port the proxy reaches this instance's API on; must equal vllm_port. Required "
@@ -50,7 +51,7 @@ MORIIO = ConnectorKeys("MoRIIO", ("MoRIIOConnector",), "v1/moriio/moriio_common.
     Key("handshake_port", PORT, "6301", "Handshake listener base port; each worker adds its offset."),
     Key("notify_port", PORT, "61005", "Notify listener base port; each worker adds its offset."),
     Key("read_mode", _READ_MODE, "false", "READ mode when 'true' or '1' (any case); anything else is WRITE."),
-    Key("backend", {"type": "string", "pattern": "^([Rr][Dd][Mm][Aa]|[Xx][Gg][Mm][Ii])$"}, "rdma",
+    Key("backend", {"title": "rdma or xgmi (any case)", "type": "string", "pattern": "^([Rr][Dd][Mm][Aa]|[Xx][Gg][Mm][Ii])$"}, "rdma",
         "Transfer backend: rdma or xgmi (any case)."),
     Key("host_ip", _STR, "the host's IP", "IP advertised to the peer."),
     Key("proxy_ip", _STR, "", "IP of the routing proxy."),
@@ -81,7 +82,7 @@ MOONCAKE = ConnectorKeys("Mooncake", ("MooncakeConnector",), "v1/mooncake/moonca
     Key("num_workers", _INT, 10, "Sender worker threads."),
     Key("mooncake_protocol", _STR, "rdma", "Mooncake transfer engine protocol (rdma, tcp, ...)."),
     Key("device_name", _STR, "", "RDMA device name(s)."),
-    Key("bootstrap_server_address", {"type": "string", "pattern": r"^.+:[0-9]+$"}, None,
+    Key("bootstrap_server_address", {"title": "host:port", "type": "string", "pattern": r"^.+:[0-9]+$"}, None,
         "host:port of an external bootstrap server (else prefill starts its own on VLLM_MOONCAKE_BOOTSTRAP_PORT)."),
 ))
 

@@ -8,9 +8,9 @@ from .extra_keys import CONNECTORS, ConnectorKeys, Key
 from .spec import HOST_ONLY, KV_TRANSFER_CONFIG, SKIP, TEMPLATE, VARIABLES, Var, host_var
 
 SCHEMA_ID = "https://pdlint.dev/schemas/pdlint-vars.schema.json"
-TEMPLATE_REF = {"$ref": "#/definitions/template"}
 # Ansible renders templates and decrypts !vault values before vLLM sees them: the schema cannot judge either.
-TEMPLATE_DEF = {"type": "string", "pattern": TEMPLATE + r"|^\s*\$ANSIBLE_VAULT;",
+TEMPLATE_DEF = {"title": "a Jinja template or !vault value", "type": "string",
+                "pattern": TEMPLATE + r"|^\s*\$ANSIBLE_VAULT;",
                 "description": "A Jinja template or an Ansible Vault value (checked once rendered)."}
 # Names pdlint owns: anything else in group_vars/host_vars is the inventory's own business.
 OTHER_VARS = "^(?!vllm_|pdlint_)"
@@ -22,7 +22,7 @@ def expected(schema: dict[str, Any]) -> str:
     if "enum" in schema:
         return "one of " + ", ".join(map(str, schema["enum"]))
     if "anyOf" in schema:
-        options = [expected(s) for s in schema["anyOf"] if s != TEMPLATE_REF and "pattern" not in s]
+        options = [expected(s) for s in schema["anyOf"] if s != TEMPLATE_DEF and "pattern" not in s]
         return " or ".join(dict.fromkeys(o for o in options if o))
     kind = schema.get("type")
     if kind in ("integer", "number"):
@@ -37,7 +37,7 @@ def expected(schema: dict[str, Any]) -> str:
     if isinstance(kind, list):
         return " or ".join(names.get(k, k) for k in kind)
     if kind == "string" and "pattern" in schema:
-        return f"a string matching {schema['pattern']}"
+        return schema.get("title") or f"a string matching {schema['pattern']}"
     return names.get(kind, "a valid value") if isinstance(kind, str) else "a valid value"
 
 
@@ -49,15 +49,36 @@ def _docs(name: str, description: str, default: Any, schema: dict[str, Any]) -> 
     return {"description": text, "markdownDescription": markdown + ". Jinja templates and `!vault` values are accepted."}
 
 
-def templated(schema: dict[str, Any]) -> dict[str, Any]:
-    """A value, or a template that renders to one."""
+def templated(schema: dict[str, Any], docs: dict[str, str] | None = None) -> dict[str, Any]:
+    """A value, or a template that renders to one.
+
+    The value branch carries the docs and the template branch is inlined, not a $ref: yaml-language-server's
+    hover tells anyOf branches apart by their description, and would otherwise show every branch's text.
+    """
     bare = {k: v for k, v in schema.items() if k not in _DOC_KEYS}
-    return {"anyOf": [bare, TEMPLATE_REF]}
+    return {"anyOf": [{**bare, **(docs or {})}, dict(TEMPLATE_DEF)]}
+
+
+def _titled(node: Any) -> Any:
+    """Every anyOf branch gets a title saying what it accepts.
+
+    yaml-language-server's hover takes a matched value for a match of every branch that looks the same
+    (same title, description and properties) and then prints all their texts joined by ||.
+    """
+    if isinstance(node, list):
+        return [_titled(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _titled(v) for k, v in node.items()}
+    if isinstance(out.get("anyOf"), list):
+        out["anyOf"] = [b if "title" in b or "$ref" in b else {"title": expected(b), **b} for b in out["anyOf"]]
+    return out
 
 
 def _extra_config(conn: ConnectorKeys) -> dict[str, Any]:
     def key(k: Key) -> dict[str, Any]:
-        return {**_docs(k.name, f"{conn.label}: {k.description}", k.default, k.schema), **templated(k.schema)}
+        docs = _docs(k.name, f"{conn.label}: {k.description}", k.default, k.schema)
+        return {**docs, **templated(k.schema, docs)}
 
     closed = "vLLM reads no other key." if conn.closed else "Other keys are passed on to the connector."
     doc: dict[str, Any] = {
@@ -74,10 +95,14 @@ def _extra_config(conn: ConnectorKeys) -> dict[str, Any]:
     return doc
 
 
+def _field(name: str, sub: dict[str, Any]) -> dict[str, Any]:
+    docs = _docs(name, sub.get("description", ""), sub.get("default"), sub)
+    return {**docs, **templated(sub, docs)}
+
+
 def kv_transfer_config() -> dict[str, Any]:
     """KVTransferConfig's fields, plus the extra_config keys of the connector kv_connector names (if/then)."""
-    props = {name: {**_docs(name, sub.get("description", ""), sub.get("default"), sub), **templated(sub)}
-             for name, sub in KV_TRANSFER_CONFIG["properties"].items()}
+    props = {name: _field(name, sub) for name, sub in KV_TRANSFER_CONFIG["properties"].items()}
     branches = [{"if": {"properties": {"kv_connector": {"enum": list(c.classes)}}, "required": ["kv_connector"]},
                  "then": {"properties": {"kv_connector_extra_config": _extra_config(c)}}} for c in CONNECTORS]
     return {"type": "object", "properties": props, "additionalProperties": False, "allOf": branches,
@@ -100,8 +125,8 @@ def _var_schema(var: Var) -> dict[str, Any]:
 
 
 def _property(var: Var, name: str) -> dict[str, Any]:
-    schema = _var_schema(var)
-    return {**_docs(name, var.description, var.default, var.schema), "anyOf": [schema, TEMPLATE_REF]}
+    docs = _docs(name, var.description, var.default, var.schema)
+    return {**docs, **templated(_var_schema(var), docs)}
 
 
 def _snippet(role: str, kv_role: str, port: int) -> dict[str, Any]:
@@ -120,7 +145,7 @@ def generate() -> dict[str, Any]:
     props["vllm_instances"] = {**_docs("vllm_instances", instances.description, None, instances.schema),
                                "type": "array", "items": item}
     props[SKIP.name] = {**_docs(SKIP.name, SKIP.description, None, SKIP.schema), **SKIP.schema}
-    return {
+    return _titled({
         "$schema": "http://json-schema.org/draft-07/schema#",
         "$id": SCHEMA_ID,
         "title": "pdlint: vLLM prefill/decode variables in Ansible group_vars and host_vars",
@@ -130,8 +155,8 @@ def generate() -> dict[str, Any]:
         "patternProperties": {OTHER_VARS: {}},
         "additionalProperties": False,
         "defaultSnippets": [_snippet("prefill", "kv_producer", 8100), _snippet("decode", "kv_consumer", 8200)],
-        "definitions": {"template": TEMPLATE_DEF, "kv_transfer_config": kv_transfer_config()},
-    }
+        "definitions": {"kv_transfer_config": kv_transfer_config()},
+    })
 
 
 def dumps() -> str:

@@ -29,7 +29,7 @@ def int_schema(minimum: int, maximum: int | None = None) -> dict[str, Any]:
     if maximum is not None:
         number["maximum"] = maximum
     # vLLM int()-converts these, and its own docs quote ports as strings.
-    return {"anyOf": [number, {"type": "string", "pattern": INT_STRING}]}
+    return {"anyOf": [number, {"title": "an integer written as a string", "type": "string", "pattern": INT_STRING}]}
 
 
 PORT = int_schema(1, 65535)
@@ -77,7 +77,7 @@ VARIABLES: tuple[Var, ...] = (
     Var("pd_deployment", {"type": "string", "minLength": 1}, "Which P/D deployment this instance belongs to (required)."),
     Var("pd_role", {"enum": list(ROLES)}, "Side of the deployment: prefill or decode."),
     Var("model", {"type": "string", "minLength": 1}, "The exact --model string."),
-    Var("version", {"type": "string", "pattern": r"^[0-9]+\.[0-9]+(\.[0-9]+)?"}, "vLLM release; selects the rule set.", "newest known"),
+    Var("version", {"title": "a release like 0.32.0", "type": "string", "pattern": r"^[0-9]+\.[0-9]+(\.[0-9]+)?"}, "vLLM release; selects the rule set.", "newest known"),
     Var("tensor_parallel_size", int_schema(1), "--tensor-parallel-size.", 1),
     Var("pipeline_parallel_size", int_schema(1), "--pipeline-parallel-size.", 1),
     Var("data_parallel_size", int_schema(1), "--data-parallel-size.", 1),
