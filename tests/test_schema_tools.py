@@ -19,7 +19,6 @@ from pdlint import cli
 SCHEMA = ROOT / "schemas" / "pdlint-vars.schema.json"
 FIXTURES = ROOT / "tests" / "fixtures" / "schema"
 MARK = "# schema-error"
-CUSTOM_TAGS = ["!vault scalar", "!unsafe scalar"]
 # The rules that own a schema check in the CLI (kv-role[invalid] says why a kv_role is wrong).
 SCHEMA_RULES = {"schema", "kv-role[invalid]"}
 
@@ -135,18 +134,26 @@ def language_server_argv() -> list[str]:
     return [exe, "--stdio"]
 
 
+def documented_settings() -> dict[str, object]:
+    """The VS Code settings block of the README's "Editor setup" section, as yaml-language-server takes them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```json\n(.*?)```", readme.split("## Editor setup", 1)[1], re.S)
+    assert block, "README's Editor setup has no ```json settings block"
+    return {key.removeprefix("yaml."): value for key, value in json.loads(block.group(1)).items()}
+
+
 def settings(schemas: bool = True, custom_tags: bool = True) -> dict[str, object]:
-    """The VS Code settings the README documents (yaml.schemas globs, yaml.customTags)."""
-    yaml: dict[str, object] = {"validate": True, "hover": True, "completion": True}
-    if schemas:
-        yaml["schemas"] = {SCHEMA.as_uri(): ["**/group_vars/**", "**/host_vars/**"]}
-    if custom_tags:
-        yaml["customTags"] = CUSTOM_TAGS
+    """The documented settings (yaml.schemas globs, yaml.customTags), or without one of them."""
+    yaml: dict[str, object] = {"validate": True, "hover": True, "completion": True, **documented_settings()}
+    if not schemas:
+        del yaml["schemas"]
+    if not custom_tags:
+        del yaml["customTags"]
     return {"yaml": yaml}
 
 
 def start(config: dict[str, object]) -> LanguageServer:
-    return LanguageServer(language_server_argv(), FIXTURES, config)
+    return LanguageServer(language_server_argv(), ROOT, config)  # the workspace the settings are relative to
 
 
 @pytest.fixture(scope="module")
