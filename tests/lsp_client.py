@@ -7,10 +7,10 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 
-def _read_message(stream: BinaryIO) -> dict[str, Any] | None:
+def _read_message(stream: IO[bytes]) -> dict[str, Any] | None:
     """One Content-Length framed JSON-RPC message, or None at end of stream."""
     length = None
     while True:
@@ -105,8 +105,11 @@ class LanguageServer:
                 raise TimeoutError(f"no diagnostics for {uri} within {timeout}s")
             while True:
                 seen = self._published[uri][0]
-                quiet = not self._changed.wait_for(lambda: self._published[uri][0] != seen,
-                                                   timeout=min(settle, max(0.0, deadline - time.monotonic())))
+
+                def republished(seen: int = seen) -> bool:
+                    return self._published[uri][0] != seen
+
+                quiet = not self._changed.wait_for(republished, timeout=min(settle, max(0.0, deadline - time.monotonic())))
                 if quiet or time.monotonic() >= deadline:
                     return self._published[uri][1]
 

@@ -35,7 +35,7 @@ def expected(schema: dict[str, Any]) -> str:
         return text + (f" and <= {high}" if high is not None else "")
     names = {"string": "a string", "boolean": "true or false", "object": "a mapping", "array": "a list", "null": "null"}
     if isinstance(kind, list):
-        return " or ".join(names.get(k, k) for k in kind)
+        return " or ".join(names.get(str(k), str(k)) for k in kind)
     if kind == "string" and "pattern" in schema:
         return schema.get("title") or f"a string matching {schema['pattern']}"
     return names.get(kind, "a valid value") if isinstance(kind, str) else "a valid value"
