@@ -119,6 +119,17 @@ def test_cli_says_which_name_was_meant(capsys: pytest.CaptureFixture[str]) -> No
     assert hints["backend"] == "did you mean backends?"
 
 
+def test_remembered_values_give_the_same_findings() -> None:
+    from pdlint import schema
+    from pdlint.load import reference
+
+    hosts = reference.load([str(FIXTURES / "bad")])
+    schema._SEEN.clear()
+    fresh = [list(schema.check(hv)) for hv in hosts]
+    assert schema._SEEN and fresh == [list(schema.check(hv)) for hv in hosts]
+    assert sum(map(len, fresh)) >= 8
+
+
 # yaml-language-server ------------------------------------------------------------------------------------------
 
 def language_server_argv() -> list[str]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -31,11 +32,23 @@ def _prepare(value: Any) -> Any:
     return value
 
 
+def _inline(node: Any, definitions: dict[str, Any]) -> Any:
+    """The same schema with local $refs replaced by their definition (jsonschema resolves a $ref slowly)."""
+    if isinstance(node, list):
+        return [_inline(n, definitions) for n in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref", "")
+    if ref.startswith("#/definitions/") and len(node) == 1:
+        return _inline(definitions[ref.rsplit("/", 1)[1]], definitions)
+    return {k: _inline(v, definitions) for k, v in node.items()}
+
+
 def _validator() -> Any:
     import jsonschema
 
     doc = generate()
-    return jsonschema.validators.validator_for(doc)(doc)
+    return jsonschema.validators.validator_for(doc)(_inline(doc, doc.get("definitions", {})))
 
 
 _VALIDATOR: Any = None
@@ -71,7 +84,10 @@ def _owned(error: Any) -> bool:
     return in_extra and path[-1] in CHECKED_EXTRA
 
 
-def _unknown(hv: HostVars, error: Any) -> Iterator[Finding]:
+Problem = tuple[Path, str, "str | None"]  # (path to the value, message, hint)
+
+
+def _unknown(error: Any) -> Iterator[Problem]:
     path = tuple(error.absolute_path)
     schema = error.schema
     known = sorted(schema.get("properties", {}))
@@ -85,14 +101,50 @@ def _unknown(hv: HostVars, error: Any) -> Iterator[Finding]:
             message = f"{_name((*path, key))}: unknown kv_connector_extra_config key {key!r}; the connector never reads it"
         else:
             message = f"{_name((*path, key))}: unknown key {key!r}; vLLM rejects it"
-        yield _finding(hv, (*path, key), message, hint)
+        yield ((*path, key), message, hint)
+
+
+def _problems(doc: dict[str, Any]) -> list[Problem]:
+    """Every schema error in doc, as (path, message, hint)."""
+    global _VALIDATOR  # one compiled validator per process; the schema is constant
+    if _VALIDATOR is None:
+        _VALIDATOR = _validator()
+    found: list[Problem] = []
+    for error in (leaf for e in _VALIDATOR.iter_errors(doc) for leaf in _leaves(e)):
+        path = tuple(error.absolute_path)
+        if _owned(error):
+            continue
+        if error.validator == "additionalProperties":
+            found.extend(_unknown(error))
+        elif error.validator == "required":
+            found.append((path, f"{_name(path)}: {error.message}", None))
+        else:
+            found.append((path, f"{_name(path)}: {error.instance!r} is not {expected(error.schema)}"
+                          if path else error.message, None))
+    return found
+
+
+_SEEN: dict[tuple[str, str], list[Problem]] = {}
+
+
+def _variable_problems(name: str, value: Any) -> list[Problem]:
+    """_problems of one variable, remembered by value: hosts share most values through group_vars.
+
+    Each top-level variable validates on its own (the schema has no constraint across them).
+    """
+    try:
+        key = (name, json.dumps(value, sort_keys=True, default=lambda o: f"<{type(o).__name__}>{o!r}"))
+    except (TypeError, ValueError):  # keys of mixed types, cycles: validate without remembering
+        return _problems({name: value})
+    if key not in _SEEN:
+        if len(_SEEN) > 50_000:
+            _SEEN.clear()
+        _SEEN[key] = _problems({name: value})
+    return _SEEN[key]
 
 
 def check(hv: HostVars) -> Iterator[Finding]:
     """Every schema error of one host, each at the line of the offending value."""
-    global _VALIDATOR  # one compiled validator per process; the schema is constant
-    if _VALIDATOR is None:
-        _VALIDATOR = _validator()
     doc = _prepare(dict(hv.values))
     for path in _kv_paths(doc):
         raw = _get(doc, path)
@@ -102,18 +154,9 @@ def check(hv: HostVars) -> Iterator[Finding]:
                 yield _finding(hv, path, f"{_name(path)} {error}")
             else:
                 _set(doc, path, config)
-    leaves = [leaf for e in _VALIDATOR.iter_errors(doc) for leaf in _leaves(e)]
-    for error in sorted(leaves, key=lambda e: list(map(str, e.absolute_path))):
-        path = tuple(error.absolute_path)
-        if _owned(error):
-            continue
-        if error.validator == "additionalProperties":
-            yield from _unknown(hv, error)
-        elif error.validator == "required":
-            yield _finding(hv, path, f"{_name(path)}: {error.message}")
-        else:
-            yield _finding(hv, path, f"{_name(path)}: {error.instance!r} is not {expected(error.schema)}"
-                           if path else error.message)
+    problems = [p for name, value in doc.items() for p in _variable_problems(name, value)]
+    for path, message, hint in sorted(problems, key=lambda p: list(map(str, p[0]))):
+        yield _finding(hv, path, message, hint)
 
 
 def _kv_paths(doc: dict[str, Any]) -> Iterator[Path]:
