@@ -130,6 +130,18 @@ def test_remembered_values_give_the_same_findings() -> None:
     assert sum(map(len, fresh)) >= 8
 
 
+@pytest.mark.parametrize("values", [
+    {"vllm_kv_transfer_config": {"kv_connector": "NixlConnector", "kv_connector_extra_config": {1: 2, "a": 3}}},
+    {"vllm_kv_transfer_config": {1: 2, "kv_role": "kv_both"}},
+    {"vllm_env": {1: object()}},
+])
+def test_schema_rule_reports_odd_keys_from_a_play(values: dict[object, object]) -> None:
+    from pdlint import schema
+    from pdlint.hostvars import HostVars
+
+    assert [f.rule for f in schema.check(HostVars("h", values))]  # a finding each, no TypeError
+
+
 # yaml-language-server ------------------------------------------------------------------------------------------
 
 def language_server_argv() -> list[str]:

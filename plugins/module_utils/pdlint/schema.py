@@ -92,8 +92,10 @@ def _unknown(error: Any) -> Iterator[Problem]:
     schema = error.schema
     known = sorted(schema.get("properties", {}))
     patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
-    for key in sorted(k for k in error.instance if k not in known and not any(p.search(k) for p in patterns)):
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    # Keys are not always strings (a play's hostvars can hold {1: ...}); compare and sort their text.
+    extras = [k for k in error.instance if k not in known and not any(p.search(str(k)) for p in patterns)]
+    for key in sorted(extras, key=str):
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}?" if close else "known: " + ", ".join(known)
         if not path:
             message = f"unknown variable {key!r}: vllm_* and pdlint_* names are pdlint's, and it reads no such one"
