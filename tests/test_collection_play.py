@@ -73,7 +73,8 @@ def test_ack_count_error(collections: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2 and "consumer tp_size 6 must be a multiple of producer tp_size 4" in proc.stdout
 
 
-@pytest.mark.parametrize("inventory", ["examples/inventory", "examples/ini/hosts.ini"])
+@pytest.mark.parametrize("inventory", ["examples/inventory", "examples/ini/hosts.ini",
+                                       "tests/fixtures/schema/bad"])
 def test_cli_and_play_agree(collections: Path, tmp_path: Path, inventory: str) -> None:
     playbook = """\
 - hosts: localhost

@@ -89,7 +89,7 @@ def make_oversize(work: Path) -> list[str]:
 
 def make_long_line(work: Path) -> list[str]:
     (work / "host_vars").mkdir()
-    (work / "host_vars" / "p1.yml").write_text('vllm_served_model_name: "' + "x" * (6 * 1024 * 1024) + '"\n')
+    (work / "host_vars" / "p1.yml").write_text('vllm_model: "' + "x" * (6 * 1024 * 1024) + '"\n')
     return []
 
 

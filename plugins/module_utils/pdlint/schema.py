@@ -1,65 +1,24 @@
-"""The JSON Schema of pdlint's variables, generated from spec.VARIABLES, and the `schema` rule."""
+"""The `schema` rule: one host's variables against the generated JSON Schema (schema_doc), each error at its line."""
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from .build import kv_config
 from .finding import Finding
 from .hostvars import HostVars, Unresolved
-from .spec import HOST_ONLY, SKIP, TEMPLATE, VARIABLES, Var, host_var
+from .rules.connector import CHECKED_EXTRA
+from .schema_doc import SCHEMA_ID, dumps, expected, generate
 
-SCHEMA_ID = "https://pdlint.dev/schemas/pdlint-vars.schema.json"
-_TEMPLATE_REF = {"$ref": "#/definitions/template"}
+__all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
+
 # Keys whose invalid values a dedicated rule reports (kv-role[invalid]), so the CLI says it once.
 OWNED_BY_RULES = frozenset(("kv_role",))
-
-
-def _property(var: Var) -> dict[str, Any]:
-    text = var.description + ("" if var.default is None else f" Default: {var.default}.")
-    return {"description": text, "anyOf": [var.schema, _TEMPLATE_REF]}
-
-
-def generate() -> dict[str, Any]:
-    """The draft-07 schema for one host's (or group's) variables."""
-    item = {
-        "type": "object",
-        "properties": {v.name: _property(v) for v in VARIABLES if v.in_instances},
-    }
-    props = {host_var(v.name): _property(v) for v in VARIABLES}
-    props["vllm_instances"] = {"description": HOST_ONLY[0].description, "type": "array", "items": item}
-    props[SKIP.name] = {"description": SKIP.description, **SKIP.schema}
-    return {
-        "$schema": "http://json-schema.org/draft-07/schema#",
-        "$id": SCHEMA_ID,
-        "title": "pdlint: vLLM prefill/decode variables in Ansible group_vars and host_vars",
-        "type": "object",
-        "properties": props,
-        "definitions": {"template": {"type": "string", "pattern": TEMPLATE, "description": "A Jinja template."}},
-    }
-
-
-def dumps() -> str:
-    """The schema file's exact text."""
-    return json.dumps(generate(), indent=2, sort_keys=False) + "\n"
-
-
-def _expected(schema: dict[str, Any]) -> str:
-    """A valid value, in words."""
-    if "enum" in schema:
-        return "one of " + ", ".join(map(str, schema["enum"]))
-    if "anyOf" in schema:
-        options = [_expected(s) for s in schema["anyOf"] if s is not _TEMPLATE_REF and "pattern" not in s]
-        return " or ".join(o for o in options if o)
-    kind = schema.get("type")
-    if kind == "integer":
-        low, high = schema.get("minimum"), schema.get("maximum")
-        return f"an integer >= {low}" + (f" and <= {high}" if high is not None else "")
-    names = {"string": "a string", "boolean": "true or false", "object": "a mapping", "array": "a list", "null": "null"}
-    if isinstance(kind, list):
-        return " or ".join(names.get(k, k) for k in kind)
-    return names.get(kind, "a valid value") if isinstance(kind, str) else "a valid value"
+_EXTRA = "kv_connector_extra_config"
+Path = tuple[Any, ...]
 
 
 def _prepare(value: Any) -> Any:
@@ -73,21 +32,121 @@ def _prepare(value: Any) -> Any:
     return value
 
 
+def _inline(node: Any, definitions: dict[str, Any]) -> Any:
+    """The same schema with local $refs replaced by their definition (jsonschema resolves a $ref slowly)."""
+    if isinstance(node, list):
+        return [_inline(n, definitions) for n in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref", "")
+    if ref.startswith("#/definitions/") and len(node) == 1:
+        return _inline(definitions[ref.rsplit("/", 1)[1]], definitions)
+    return {k: _inline(v, definitions) for k, v in node.items()}
+
+
 def _validator() -> Any:
     import jsonschema
 
     doc = generate()
-    return jsonschema.validators.validator_for(doc)(doc)
+    return jsonschema.validators.validator_for(doc)(_inline(doc, doc.get("definitions", {})))
 
 
 _VALIDATOR: Any = None
 
 
-def check(hv: HostVars) -> Iterator[Finding]:
-    """Every schema error of one host, each at the line of the offending value."""
+def _leaves(error: Any) -> list[Any]:
+    """The errors to report for one error: inside a container, the anyOf branch of the value's own kind.
+
+    A scalar that matches no branch is one error at its line ("is not an integer >= 1");
+    a mapping or list is judged by the branch of its type, down to the offending key (as editors do).
+    """
+    if error.validator != "anyOf" or not error.context or not isinstance(error.instance, (dict, list)):
+        return [error]
+    depth = len(error.absolute_path)
+    branches: dict[Any, list[Any]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    own_kind = [errs for errs in branches.values()
+                if not any(e.validator == "type" and len(e.absolute_path) == depth for e in errs)]
+    if len(own_kind) != 1:
+        return [error]
+    return [leaf for sub in own_kind[0] for leaf in _leaves(sub)]
+
+
+def _owned(error: Any) -> bool:
+    """Errors a dedicated rule reports with vLLM's own reason."""
+    path = tuple(error.absolute_path)
+    if path and path[-1] in OWNED_BY_RULES:
+        return True
+    in_extra = _EXTRA in path
+    if error.validator == "required" and path and path[-1] == _EXTRA:
+        return True  # connector[config]: MoRIIO reads http_port unconditionally
+    return in_extra and path[-1] in CHECKED_EXTRA
+
+
+Problem = tuple[Path, str, "str | None"]  # (path to the value, message, hint)
+
+
+def _unknown(error: Any) -> Iterator[Problem]:
+    path = tuple(error.absolute_path)
+    schema = error.schema
+    known = sorted(schema.get("properties", {}))
+    patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+    # Keys are not always strings (a play's hostvars can hold {1: ...}); compare and sort their text.
+    extras = [k for k in error.instance if k not in known and not any(p.search(str(k)) for p in patterns)]
+    for key in sorted(extras, key=str):
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "known: " + ", ".join(known)
+        if not path:
+            message = f"unknown variable {key!r}: vllm_* and pdlint_* names are pdlint's, and it reads no such one"
+        elif path[-1] == _EXTRA:
+            message = f"{_name((*path, key))}: unknown kv_connector_extra_config key {key!r}; the connector never reads it"
+        else:
+            message = f"{_name((*path, key))}: unknown key {key!r}; vLLM rejects it"
+        yield ((*path, key), message, hint)
+
+
+def _problems(doc: dict[str, Any]) -> list[Problem]:
+    """Every schema error in doc, as (path, message, hint)."""
     global _VALIDATOR  # one compiled validator per process; the schema is constant
     if _VALIDATOR is None:
         _VALIDATOR = _validator()
+    found: list[Problem] = []
+    for error in (leaf for e in _VALIDATOR.iter_errors(doc) for leaf in _leaves(e)):
+        path = tuple(error.absolute_path)
+        if _owned(error):
+            continue
+        if error.validator == "additionalProperties":
+            found.extend(_unknown(error))
+        elif error.validator == "required":
+            found.append((path, f"{_name(path)}: {error.message}", None))
+        else:
+            found.append((path, f"{_name(path)}: {error.instance!r} is not {expected(error.schema)}"
+                          if path else error.message, None))
+    return found
+
+
+_SEEN: dict[tuple[str, str], list[Problem]] = {}
+
+
+def _variable_problems(name: str, value: Any) -> list[Problem]:
+    """_problems of one variable, remembered by value: hosts share most values through group_vars.
+
+    Each top-level variable validates on its own (the schema has no constraint across them).
+    """
+    try:
+        key = (name, json.dumps(value, sort_keys=True, default=lambda o: f"<{type(o).__name__}>{o!r}"))
+    except (TypeError, ValueError):  # keys of mixed types, cycles: validate without remembering
+        return _problems({name: value})
+    if key not in _SEEN:
+        if len(_SEEN) > 50_000:
+            _SEEN.clear()
+        _SEEN[key] = _problems({name: value})
+    return _SEEN[key]
+
+
+def check(hv: HostVars) -> Iterator[Finding]:
+    """Every schema error of one host, each at the line of the offending value."""
     doc = _prepare(dict(hv.values))
     for path in _kv_paths(doc):
         raw = _get(doc, path)
@@ -97,21 +156,12 @@ def check(hv: HostVars) -> Iterator[Finding]:
                 yield _finding(hv, path, f"{_name(path)} {error}")
             else:
                 _set(doc, path, config)
-    for error in sorted(_VALIDATOR.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path))):
-        path = tuple(error.absolute_path)
-        if path and path[-1] in OWNED_BY_RULES:
-            continue
-        if error.validator == "additionalProperties":
-            allowed = set(error.schema.get("properties", {}))
-            for key in sorted(set(error.instance) - allowed):
-                yield _finding(hv, (*path, key), f"{_name((*path, key))}: unknown key {key!r}; vLLM rejects it",
-                               "allowed keys: " + ", ".join(sorted(allowed)))
-            continue
-        expected = _expected(error.schema)
-        yield _finding(hv, path, f"{_name(path)}: {error.instance!r} is not {expected}" if path else error.message)
+    problems = [p for name, value in doc.items() for p in _variable_problems(name, value)]
+    for path, message, hint in sorted(problems, key=lambda p: list(map(str, p[0]))):
+        yield _finding(hv, path, message, hint)
 
 
-def _kv_paths(doc: dict[str, Any]) -> Iterator[tuple[str | int, ...]]:
+def _kv_paths(doc: dict[str, Any]) -> Iterator[Path]:
     if "vllm_kv_transfer_config" in doc:
         yield ("vllm_kv_transfer_config",)
     items = doc.get("vllm_instances")
@@ -121,23 +171,23 @@ def _kv_paths(doc: dict[str, Any]) -> Iterator[tuple[str | int, ...]]:
                 yield ("vllm_instances", i, "kv_transfer_config")
 
 
-def _get(doc: Any, path: tuple[str | int, ...]) -> Any:
+def _get(doc: Any, path: Path) -> Any:
     for part in path:
         doc = doc[part]
     return doc
 
 
-def _set(doc: Any, path: tuple[str | int, ...], value: Any) -> None:
+def _set(doc: Any, path: Path, value: Any) -> None:
     _get(doc, path[:-1])[path[-1]] = value
 
 
-def _name(path: tuple[str | int, ...]) -> str:
+def _name(path: Path) -> str:
     text = ""
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else (("." if text else "") + str(part))
     return text
 
 
-def _finding(hv: HostVars, path: tuple[str | int, ...], message: str, hint: str | None = None) -> Finding:
+def _finding(hv: HostVars, path: Path, message: str, hint: str | None = None) -> Finding:
     return Finding(origin=hv.origin(*path), rule="schema", severity="error", message=message,
                    hint=hint, hosts=(hv.host,))

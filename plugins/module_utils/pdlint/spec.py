@@ -24,15 +24,15 @@ class Var:
     expect: str = ""  # what a valid value is, in words, for schema messages
 
 
-def _int(minimum: int, maximum: int | None = None) -> dict[str, Any]:
+def int_schema(minimum: int, maximum: int | None = None) -> dict[str, Any]:
     number: dict[str, Any] = {"type": "integer", "minimum": minimum}
     if maximum is not None:
         number["maximum"] = maximum
     # vLLM int()-converts these, and its own docs quote ports as strings.
-    return {"anyOf": [number, {"type": "string", "pattern": INT_STRING}]}
+    return {"anyOf": [number, {"title": "an integer written as a string", "type": "string", "pattern": INT_STRING}]}
 
 
-PORT = _int(1, 65535)
+PORT = int_schema(1, 65535)
 ROLES = ("prefill", "decode")
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")
 # vllm/config/kv_transfer.py KVTransferConfig (0.32.0): the only accepted keys.
@@ -51,15 +51,24 @@ KV_TRANSFER_FIELDS = (
 KV_TRANSFER_CONFIG: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "kv_connector": {"type": ["string", "null"], "description": "Connector class name (--kv-transfer-config kv_connector)."},
-        "engine_id": {"type": ["string", "null"], "description": "Engine id; must be unique across instances."},
-        "kv_buffer_device": {"type": "string", "description": "Device of the KV buffer (default cuda)."},
-        "kv_role": {"anyOf": [{"enum": list(KV_ROLES)}, {"type": "null"}], "description": "kv_producer, kv_consumer or kv_both."},
-        "kv_port": PORT,
-        "kv_connector_extra_config": {"type": "object", "description": "Connector-specific settings."},
-        "kv_connector_module_path": {"type": ["string", "null"], "description": "Module holding an out-of-tree connector."},
-        "enable_permute_local_kv": {"type": "boolean"},
-        "kv_load_failure_policy": {"enum": ["recompute", "fail"]},
+        "kv_connector": {"type": ["string", "null"], "description": "Connector class name, e.g. NixlConnector, "
+                         "MoRIIOConnector, MooncakeConnector, LMCacheConnectorV1."},
+        "engine_id": {"type": ["string", "null"], "description": "Engine id for KV transfers; must be unique across "
+                      "instances."},
+        "kv_buffer_device": {"type": "string", "description": "Device of the KV buffer: cuda, cpu or xpu.",
+                             "default": "cuda"},
+        "kv_role": {"anyOf": [{"enum": list(KV_ROLES)}, {"type": "null"}],
+                    "description": "Whether this instance produces, consumes KV cache, or both: kv_producer "
+                    "(prefill), kv_consumer (decode) or kv_both."},
+        "kv_port": {**PORT, "description": "The KV connector port (P2pNccl binds kv_port + rank).", "default": 14579},
+        "kv_connector_extra_config": {"type": "object", "description": "Connector-specific settings (the keys "
+                                      "depend on kv_connector)."},
+        "kv_connector_module_path": {"type": ["string", "null"], "description": "Python module to load an "
+                                     "out-of-tree connector from."},
+        "enable_permute_local_kv": {"type": "boolean", "description": "Experimental: HND to NHD KV transfer.",
+                                    "default": False},
+        "kv_load_failure_policy": {"enum": ["recompute", "fail"], "description": "What a failed KV load does: "
+                                   "recompute the prefill, or fail the request.", "default": "fail"},
     },
     "additionalProperties": False,
 }
@@ -68,29 +77,29 @@ VARIABLES: tuple[Var, ...] = (
     Var("pd_deployment", {"type": "string", "minLength": 1}, "Which P/D deployment this instance belongs to (required)."),
     Var("pd_role", {"enum": list(ROLES)}, "Side of the deployment: prefill or decode."),
     Var("model", {"type": "string", "minLength": 1}, "The exact --model string."),
-    Var("version", {"type": "string", "pattern": r"^[0-9]+\.[0-9]+(\.[0-9]+)?"}, "vLLM release; selects the rule set.", "newest known"),
-    Var("tensor_parallel_size", _int(1), "--tensor-parallel-size.", 1),
-    Var("pipeline_parallel_size", _int(1), "--pipeline-parallel-size.", 1),
-    Var("data_parallel_size", _int(1), "--data-parallel-size.", 1),
-    Var("data_parallel_size_local", _int(0), "--data-parallel-size-local: DP ranks run on this host.", "data_parallel_size"),
-    Var("data_parallel_start_rank", _int(0), "--data-parallel-start-rank: first DP rank on this host.", 0),
-    Var("nnodes", _int(1), "--nnodes: hosts one engine's TP x PP spans.", 1),
-    Var("node_rank", _int(0), "--node-rank of this host within the engine.", 0),
+    Var("version", {"title": "a release like 0.32.0", "type": "string", "pattern": r"^[0-9]+\.[0-9]+(\.[0-9]+)?"}, "vLLM release; selects the rule set.", "newest known"),
+    Var("tensor_parallel_size", int_schema(1), "--tensor-parallel-size.", 1),
+    Var("pipeline_parallel_size", int_schema(1), "--pipeline-parallel-size.", 1),
+    Var("data_parallel_size", int_schema(1), "--data-parallel-size.", 1),
+    Var("data_parallel_size_local", int_schema(0), "--data-parallel-size-local: DP ranks run on this host.", "data_parallel_size"),
+    Var("data_parallel_start_rank", int_schema(0), "--data-parallel-start-rank: first DP rank on this host.", 0),
+    Var("nnodes", int_schema(1), "--nnodes: hosts one engine's TP x PP spans.", 1),
+    Var("node_rank", int_schema(0), "--node-rank of this host within the engine.", 0),
     Var("instance_id", {"type": "string", "minLength": 1}, "Hosts sharing an id in a deployment are one (multi-node) engine.", "host name"),
     Var("node", {"type": "string", "minLength": 1}, "Physical machine the host runs on: GPUs are counted per node.", "host name"),
     Var("port", {"anyOf": [PORT, {"type": "null"}]}, "API server port (--port); null for a headless engine.", 8000),
-    Var("block_size", _int(1), "--block-size (KV cache block, tokens).", None),
+    Var("block_size", int_schema(1), "--block-size (KV cache block, tokens).", None),
     Var("dtype", {"enum": ["auto", "half", "float16", "bfloat16", "float", "float32"]}, "--dtype.", "auto"),
     Var("kv_cache_dtype", {"type": "string", "minLength": 1}, "--kv-cache-dtype.", "auto"),
     Var("disable_hybrid_kv_cache_manager", {"type": ["boolean", "null"]}, "--disable-hybrid-kv-cache-manager (NIXL hashes it).", None),
     Var("kv_transfer_config", {"anyOf": [KV_TRANSFER_CONFIG, {"type": "string"}]}, "--kv-transfer-config, as a mapping or its JSON string."),
     Var("env", {"type": "object", "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}}, "Environment of the vLLM process."),
-    Var("model_num_attention_heads", _int(1), "Model fact H; default from pdlint's model table."),
-    Var("model_num_kv_heads", _int(1), "Model fact K (num_key_value_heads); default from pdlint's model table."),
+    Var("model_num_attention_heads", int_schema(1), "Model fact H; default from pdlint's model table."),
+    Var("model_num_kv_heads", int_schema(1), "Model fact K (num_key_value_heads); default from pdlint's model table."),
     Var("model_is_mla", {"type": "boolean"}, "Model uses MLA (latent KV, replicated across TP)."),
     Var("model_has_ssm", {"type": "boolean"}, "Model has SSM / linear-attention layers (hybrid)."),
-    Var("model_sliding_window", {"anyOf": [_int(1), {"type": "null"}]}, "Sliding-window size, or null."),
-    Var("host_gpu_count", _int(0), "GPUs on the node.", None, in_instances=False),
+    Var("model_sliding_window", {"anyOf": [int_schema(1), {"type": "null"}]}, "Sliding-window size, or null."),
+    Var("host_gpu_count", int_schema(0), "GPUs on the node.", None, in_instances=False),
 )
 
 HOST_ONLY = (
