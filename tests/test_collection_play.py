@@ -74,7 +74,8 @@ def test_ack_count_error(collections: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("inventory", ["examples/inventory", "examples/ini/hosts.ini",
-                                       "tests/fixtures/schema/bad"])
+                                       "tests/fixtures/schema/bad", "tests/fixtures/schema/good",
+                                       "tests/hostile/cases/vault-value/hosts.yml"])
 def test_cli_and_play_agree(collections: Path, tmp_path: Path, inventory: str) -> None:
     playbook = """\
 - hosts: localhost
@@ -207,3 +208,32 @@ def test_role_takes_select_and_config(collections: Path, tmp_path: Path) -> None
                                 "roles: [{role: pdlint.topology.validate, pdlint_validate_select: [gpu]}]")
     proc = play(collections, selected, inventory, tmp_path)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_play_decrypts_with_the_plays_vault_password_and_never_prints_it(collections: Path, tmp_path: Path) -> None:
+    """ansible-playbook --vault-password-file: the action checks the decrypted value like the CLI, masked."""
+    case = ROOT / "tests" / "hostile" / "cases" / "vault-password"
+    playbook = """\
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - pdlint.topology.check: {hosts: "{{ groups['all'] }}"}
+      register: r
+      ignore_errors: true
+    - ansible.builtin.copy: {content: "{{ r.findings | to_json }}", dest: "{{ playbook_dir }}/play.json"}
+"""
+    (tmp_path / "play.yml").write_text(playbook)
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections), "ANSIBLE_NOCOLOR": "1"}
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(case / "hosts.yml"), "--vault-password-file",
+                           str(case / "vault-pass.txt"), str(tmp_path / "play.yml")],
+                          env=env, capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from_play = json.loads((tmp_path / "play.json").read_text())
+    cli = subprocess.run([sys.executable, "-m", "pdlint.cli", str(case / "hosts.yml"), "-f", "json",
+                          "--vault-password-file", str(case / "vault-pass.txt")],
+                         capture_output=True, text=True, check=False)
+    assert [(f["rule"], f["message"]) for f in from_play] == [(f["rule"], f["message"]) for f in json.loads(cli.stdout)]
+    assert any("'<vaulted>'" in f["message"] for f in from_play)
+    for output in (proc.stdout, proc.stderr, cli.stdout, cli.stderr, json.dumps(from_play)):
+        assert "secret-port-7f3a" not in output

@@ -18,6 +18,11 @@ try:  # internal API of ansible-core 2.19+: origins are best effort
 except ImportError:  # pragma: no cover - older ansible-core
     _AnsibleOrigin = _VaultedValue = None
 
+try:  # ansible-core 2.19+: a failed lazy template is a Marker value, raised when used
+    from ansible._internal._templating._jinja_common import Marker as _Marker
+except ImportError:  # pragma: no cover
+    _Marker = None
+
 try:
     from ansible.parsing.vault import EncryptedString
 except ImportError:  # pragma: no cover
@@ -62,6 +67,12 @@ def _decrypted(value: Any) -> Any:
 def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | None,
           secrets: set[Path] | None = None) -> Any:
     """A copy of value with native types; origins recorded by path; templates rendered; vaulted paths in secrets."""
+    if _Marker is not None and isinstance(value, _Marker):  # the play's lazy template error, e.g. a nested !vault
+        try:
+            value.trip()
+        except Exception as exc:  # noqa: BLE001
+            vault = "vault" in str(exc) or "decrypt" in str(exc)
+            return Unresolved("vault-encrypted value, no vault password given" if vault else _reason(exc))
     if isinstance(value, EncryptedString):  # decrypted only with the user's password, never printed
         origin = origin_of(value)
         if origin:
@@ -106,7 +117,38 @@ def host_vars(host: str, variables: Mapping[str, Any], render: Render | None = N
     return HostVars(host=host, values=values, origins=origins, secrets=frozenset(secrets))
 
 
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _holds_vault(value: Any) -> bool:
+    if isinstance(value, EncryptedString):
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_vault(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_vault(v) for v in value)
+    return False
+
+
+def _play_value(hostvars: Any, host: str, key: str) -> Any:
+    """One play variable, templated by Ansible; raw when it holds a !vault value (decrypted, or left
+    unresolved, by plain() as in the CLI); Unresolved when Ansible cannot template it."""
+    raw_get = getattr(hostvars, "raw_get", None)
+    raw = raw_get(host).get(key) if raw_get is not None else None
+    if _holds_vault(raw):  # templating it inside a filter fails the whole template: read it raw
+        return raw
+    try:
+        value = hostvars[host][key]
+        if _Marker is None or not isinstance(value, _Marker):
+            return value
+        value.trip()  # a marker stands for a template error: raise it here
+    except Exception as exc:  # noqa: BLE001 - a value Ansible cannot template is data, as in the CLI
+        return Unresolved(_reason(exc))
+
+
 def from_play(hostvars: Mapping[str, Any], names: list[str]) -> list[HostVars]:
     """The play's hostvars (templated by Ansible) for these hosts: the action plugin's and filter's loader."""
-    return [host_vars(name, {k: hostvars[name][k] for k in hostvars[name] if isinstance(k, str) and is_relevant(k)})
-            for name in names]
+    return [host_vars(name, {k: _play_value(hostvars, name, k) for k in hostvars[name]
+                             if isinstance(k, str) and is_relevant(k)}) for name in names]
