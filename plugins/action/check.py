@@ -13,8 +13,9 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.pdlint.topology.plugins.modules.check import DOCUMENTATION
 
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import configfile, engine, report
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.config import DEFAULT, Config, ConfigError, names
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import tagged
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.config import (
+    DEFAULT, Config, ConfigError, apply, names)
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import notes, tagged
 
 _KEYS = ("type", "elements", "choices", "default", "required")
 # The argument spec is the module's DOCUMENTATION, written once.
@@ -29,6 +30,14 @@ def _config(args: dict[str, Any]) -> Config:
         config = dataclasses.replace(config, select=names(args["select"], "select", "pdlint.topology.check"))
     skip = names(args["skip"], "skip", "pdlint.topology.check")
     return dataclasses.replace(config, ignore=(*config.ignore, *skip))
+
+
+def _vault_secrets() -> bool:
+    """True when the play was given a vault password (so encrypted files were decrypted)."""
+    from ansible.parsing.vault import VaultSecretsContext
+
+    context = VaultSecretsContext.current(optional=True)
+    return bool(context and context.secrets)
 
 
 class ActionModule(ActionBase):
@@ -47,7 +56,9 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(f"pdlint: {exc}") from None
         started = time.perf_counter()
         checked = engine.lint(tagged.from_play(hostvars, hosts), config)
-        found = checked.findings
+        files = notes.file_notes(task_vars.get("ansible_inventory_sources") or [], task_vars.get("groups", {}),
+                                 decrypting=_vault_secrets())
+        found = sorted(apply(files, config) + checked.findings)
         failing = ("error",) if args["fail_on"] == "error" else ("error", "warning")
         result["findings"] = [f.as_dict() for f in found]
         result["suppressed"] = [f.as_dict() for f in checked.suppressed]

@@ -188,7 +188,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
             loader.set_basedir(first if os.path.isdir(first) else os.path.dirname(first))
             inventory = InventoryManager(loader=loader, sources=list(sources))
             variables = VariableManager(loader=loader, inventory=inventory)
-            notes.extend(groups.invalid_names(inventory, sources))
+            notes.extend(groups.invalid_names([g.name for g in inventory.groups.values()], sources))
             encrypted = {tagged.display_path(p) for p in checked.encrypted}
             result = []
             for host in sorted(inventory.get_hosts(), key=lambda h: h.name):
