@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, Unresolved
 from . import preflight, tagged
+from .paths import display_path
+from .preflight import LoadError
 
 _SAFE_DEFAULTS = {
     # Static sources only: no scripts, no dynamic plugins (which may run code).
@@ -25,14 +27,6 @@ _SAFE_DEFAULTS = {
     "ANSIBLE_NOCOLOR": "True",
 }
 _LOOKUPS = ("lookup", "query", "q")
-
-
-class LoadError(Exception):
-    """An inventory that cannot be used at all (exit 2)."""
-
-    def __init__(self, finding: Finding) -> None:
-        super().__init__(finding.message)
-        self.finding = finding
 
 
 def configure(allow_plugins: bool = False) -> None:
@@ -58,11 +52,11 @@ def _error_origin(exc: BaseException) -> Origin:
         mark = getattr(item, "problem_mark", None)
         name = getattr(item, "source", None) or getattr(mark, "name", None)
         if mark is not None and isinstance(name, str):
-            return Origin(tagged.display_path(name), mark.line + 1, mark.column + 1)
+            return Origin(display_path(name), mark.line + 1, mark.column + 1)
     text = str(exc)
     match = re.search(r"(?:Origin|source): ([^\s:]+):(\d+):(\d+)", text)
     if match:
-        return Origin(tagged.display_path(match.group(1)), int(match.group(2)), int(match.group(3)))
+        return Origin(display_path(match.group(1)), int(match.group(2)), int(match.group(3)))
     return Origin()
 
 
@@ -98,8 +92,9 @@ def _renderer(loader: Any, variables: Any, allow_lookups: bool) -> tagged.Render
     return render
 
 
-def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: bool = False) -> list[HostVars]:
-    """Every host of the inventory with its pdlint variables. Raises LoadError."""
+def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: bool = False,
+         only: Collection[str] | None = None) -> list[HostVars]:
+    """Every host of the inventory (or only these) with its pdlint variables. Raises LoadError."""
     # Absolute paths: ansible-core caches some path lookups across calls in one process.
     sources = [s if "," in s else os.path.abspath(s) for s in sources]
     problem = preflight.check(sources)
@@ -127,6 +122,8 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
         variables = VariableManager(loader=loader, inventory=inventory)
         result = []
         for host in sorted(inventory.get_hosts(), key=lambda h: h.name):
+            if only is not None and host.name not in only:
+                continue
             host_variables = variables.get_vars(host=host, include_hostvars=False)
             render = _renderer(loader, host_variables, allow_lookups)
             result.append(tagged.host_vars(host.name, host_variables, render))
