@@ -1,0 +1,254 @@
+"""The fast loader: static YAML/INI inventories with group_vars/ and host_vars/, read with libyaml.
+
+It applies ansible-core's precedence itself (tests/test_fast_differential.py
+proves it equal to the reference loader) and never imports ansible. What it
+does not model raises Unsupported, and the caller uses the reference loader.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..hostvars import HostVars, is_relevant
+from . import fast_config, fast_ini, fast_yaml, preflight
+from .fast_model import Inventory
+from .fast_values import Unsupported, Var, check_tags, from_json, from_node, scalar
+from .paths import display_path
+
+__all__ = ["Unsupported", "load"]
+
+_YAML_EXT = (".yml", ".yaml", ".json")
+# manager.IGNORED with the default INVENTORY_IGNORE_EXTS (REJECT_EXTS + .orig, .cfg, .retry).
+_IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
+_IGNORED_EXT = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst", ".orig", ".cfg", ".retry")
+
+
+class _Files:
+    """Every YAML file read once, through preflight.compose (the first syntax error wins, as in preflight)."""
+
+    def __init__(self, sources: Sequence[str]) -> None:
+        self.docs: dict[str, tuple[str, list[Any]]] = {}
+        for path in preflight.files(sources):
+            self.docs.setdefault(os.path.realpath(path), preflight.compose(path))
+
+    def get(self, path: str) -> tuple[str, list[Any]]:
+        real = os.path.realpath(path)
+        if real not in self.docs:
+            self.docs[real] = preflight.compose(Path(path))
+        return self.docs[real]
+
+
+def _json(text: str) -> tuple[bool, Any]:
+    """Ansible tries JSON before YAML for every file."""
+    if "__ansible_" in text:
+        raise Unsupported("Ansible JSON markers")
+    try:
+        return True, json.loads(text)
+    except ValueError:
+        return False, None
+
+
+def _inventory_file(inv: Inventory, path: str, files: _Files) -> None:
+    if os.access(path, os.X_OK):
+        raise Unsupported(f"{path} is executable (inventory script)")
+    ext = os.path.splitext(path)[1]
+    if ext == ".toml":
+        raise Unsupported(f"{path} is a TOML inventory")
+    shown = display_path(path)
+    if ext in _YAML_EXT:
+        text, nodes = files.get(path)
+        is_json, data = _json(text)
+        if not is_json:
+            if len(nodes) != 1:
+                raise Unsupported(f"{path}: not one YAML document")
+            data = nodes[0]
+        fast_yaml.parse(inv, data, shown, is_json)
+        return
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unsupported(f"{path}: {exc}") from exc
+    if not ext:  # Ansible tries the yaml plugin first on files without an extension
+        is_json, data = _json(text)
+        if is_json and isinstance(data, dict):
+            raise Unsupported(f"{path}: YAML inventory without extension")
+        try:
+            docs = list(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        except yaml.YAMLError:
+            docs = []
+        if len(docs) == 1 and isinstance(docs[0], yaml.MappingNode):
+            raise Unsupported(f"{path}: YAML inventory without extension")
+    fast_ini.parse(inv, text, shown)
+
+
+def _source(inv: Inventory, source: str, files: _Files) -> None:
+    if "," in source and not os.path.exists(source):
+        raise Unsupported("host list source")
+    if not os.path.isdir(source):
+        _inventory_file(inv, source, files)
+        return
+    for name in sorted(os.listdir(source)):
+        if name.startswith(".") or name in _IGNORED_NAMES or name.endswith(_IGNORED_EXT):
+            continue
+        full = os.path.join(source, name)
+        if os.path.isdir(full):
+            raise Unsupported(f"{full}: nested inventory directory")
+        _inventory_file(inv, full, files)
+
+
+def _dir_files(path: str) -> list[str]:
+    """DataLoader._get_dir_vars_files."""
+    found: list[str] = []
+    for name in sorted(os.listdir(path)):
+        if name.startswith(".") or name.endswith("~"):
+            continue
+        ext = os.path.splitext(name)[1]
+        full = os.path.join(path, name)
+        if os.path.isdir(full) and not ext:
+            found.extend(_dir_files(full))
+        elif os.path.isfile(full) and (not ext or ext in _YAML_EXT):
+            found.append(full)
+    return found
+
+
+def _find_vars_files(path: str, name: str) -> list[str]:
+    """DataLoader.find_vars_files: <name>, then <name>.yml/.yaml/.json; a directory means all files in it."""
+    base = os.path.join(path, name)
+    for ext in ("", *_YAML_EXT):
+        full = base + ext
+        if os.path.exists(full):
+            return _dir_files(full) if os.path.isdir(full) else [full]
+    return []
+
+
+class _VarsFiles:
+    """host_group_vars: group_vars/<group> and host_vars/<host> beside each inventory source, cached."""
+
+    def __init__(self, sources: Sequence[str], files: _Files) -> None:
+        self.dirs = [os.path.realpath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources]
+        self.files = files
+        self.cache: dict[tuple[str, str], dict[str, Var]] = {}
+
+    def of(self, subdir: str, names: Sequence[str]) -> dict[str, Var]:
+        """Merged in Ansible's order: each inventory source in turn, the entities in precedence order within it."""
+        data: dict[str, Var] = {}
+        for base in self.dirs:
+            for name in names:
+                if name.startswith(os.path.sep):
+                    continue
+                key = (os.path.join(base, subdir), name)
+                if key not in self.cache:
+                    merged: dict[str, Var] = {}
+                    if os.path.isdir(key[0]):
+                        for path in _find_vars_files(*key):
+                            merged.update(self._load(path))
+                    self.cache[key] = merged
+                data.update(self.cache[key])
+        return data
+
+    def _load(self, path: str) -> dict[str, Var]:
+        text, nodes = self.files.get(path)
+        shown = display_path(path)
+        is_json, data = _json(text)
+        if is_json:
+            if not data:
+                return {}
+            if not isinstance(data, dict):
+                raise Unsupported(f"{path}: vars file is not a mapping")
+            return {k: from_json(v, shown) for k, v in data.items() if isinstance(k, str) and is_relevant(k)}
+        if not nodes:
+            return {}
+        if len(nodes) != 1:
+            raise Unsupported(f"{path}: not one YAML document")
+        node = nodes[0]
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, shown)
+        if isinstance(node, yaml.ScalarNode) and not scalar(node):
+            return {}
+        if isinstance(node, yaml.SequenceNode) and not node.value:
+            return {}
+        raise Unsupported(f"{path}: vars file is not a mapping")
+
+    @staticmethod
+    def _mapping(node: Any, shown: str) -> dict[str, Var]:
+        if node.tag != "tag:yaml.org,2002:map":
+            raise Unsupported(f"YAML tag {node.tag}")
+        result: dict[str, Var] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                raise Unsupported("YAML merge key or complex key")
+            key = scalar(key_node)
+            if isinstance(key, str) and is_relevant(key):
+                result[key] = from_node(value_node, shown)
+            else:
+                check_tags(value_node)
+        return result
+
+
+def _templated(value: Any) -> bool:
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, dict):
+        return any(_templated(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_templated(v) for v in value)
+    return False
+
+
+def _host_vars(name: str, data: dict[str, Var]) -> HostVars | None:
+    """The host's HostVars, or None when a value is a template (only Ansible renders those)."""
+    values: dict[str, Any] = {}
+    origins: dict[Any, Any] = {}
+    for key, (value, below) in data.items():
+        if _templated(value):
+            return None
+        values[key] = value
+        for path, origin in below.items():
+            origins[(key, *path)] = origin
+    return HostVars(host=name, values=values, origins=origins)
+
+
+def load(sources: Sequence[str], *, allow_lookups: bool = False) -> list[HostVars]:
+    """Every host with its pdlint variables, as the reference loader returns them. Raises Unsupported, LoadError.
+
+    Hosts with a templated value are rendered by the reference loader (ansible-core imported only then).
+    """
+    fast_config.check()
+    sources = [s if "," in s else os.path.abspath(s) for s in sources]
+    files = _Files([s for s in sources if "," not in s])
+    inv = Inventory()
+    for source in sources:
+        _source(inv, source, files)
+    inv.reconcile()
+    depth = inv.depths()
+    vars_files = _VarsFiles(sources, files)
+    ancestors = {g: inv.ancestors(g) for g in inv.groups}
+    by_groups: dict[tuple[str, ...], dict[str, Var]] = {}
+    result: list[HostVars | None] = []
+    for name in sorted(inv.hosts):
+        host = inv.hosts[name]
+        member = set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
+        groups = tuple(sorted(member, key=lambda g: (depth[g], inv.groups[g].priority, g)))
+        if groups not in by_groups:
+            data = dict(inv.groups["all"].vars)
+            data.update(vars_files.of("group_vars", ["all"]))
+            for g in groups:
+                data.update(inv.groups[g].vars)
+            data.update(vars_files.of("group_vars", groups))
+            by_groups[groups] = data
+        data = dict(by_groups[groups])
+        data.update(host.vars)
+        data.update(vars_files.of("host_vars", [name]))
+        result.append(_host_vars(name, data))
+    templated = {name for name, hv in zip(sorted(inv.hosts), result) if hv is None}
+    if templated:
+        from . import reference
+
+        rendered = iter(reference.load(sources, allow_lookups=allow_lookups, only=templated))
+        return [hv if hv is not None else next(rendered) for hv in result]
+    return [hv for hv in result if hv is not None]
