@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     ap.add_argument("--allow-lookups", action="store_true",
                     help="render Jinja lookups (runs whatever they run: only for trusted inventories)")
+    ap.add_argument("--loader", choices=("fast", "ansible"), default="fast",
+                    help="inventory loader: fast (default; falls back to ansible when it must) or ansible-core's")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     ap.add_argument("--version", action="version", version=f"pdlint {__version__} (vLLM rules: {NEWEST_VLLM})")
     return ap
@@ -80,7 +82,8 @@ def _rules(ids: Sequence[str]) -> int:
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from .load import reference
+    from .load import select
+    from .load.preflight import LoadError
 
     started = time.perf_counter()
     groups = _groups(args)
@@ -92,8 +95,8 @@ def _lint(args: argparse.Namespace) -> int:
     hosts = deployments = 0
     for sources in groups:
         try:
-            loaded = reference.load(sources, allow_lookups=args.allow_lookups)
-        except reference.LoadError as exc:
+            loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups)
+        except LoadError as exc:
             sys.stdout.write(report.REPORTERS[args.format]([exc.finding]))
             return 2
         found, topology = engine.run(loaded)
