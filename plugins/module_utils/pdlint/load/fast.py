@@ -235,10 +235,12 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False) -> list[HostVar
         member = set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
         groups = tuple(sorted(member, key=lambda g: (depth[g], inv.groups[g].priority, g)))
         if groups not in by_groups:
+            # Ansible's default VARIABLE_PRECEDENCE: inventory-file vars of all, then of the host's groups, then
+            # the group_vars/ files of all, then of the groups; groups in (depth, priority, name) order.
             data = dict(inv.groups["all"].vars)
-            data.update(vars_files.of("group_vars", ["all"]))
             for g in groups:
                 data.update(inv.groups[g].vars)
+            data.update(vars_files.of("group_vars", ["all"]))
             data.update(vars_files.of("group_vars", groups))
             by_groups[groups] = data
         data = dict(by_groups[groups])
