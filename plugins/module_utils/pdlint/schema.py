@@ -97,7 +97,8 @@ def check(hv: HostVars) -> Iterator[Finding]:
                 yield _finding(hv, path, f"{_name(path)} {error}")
             else:
                 _set(doc, path, config)
-    for error in sorted(_VALIDATOR.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path))):
+    found = [e for name, value in doc.items() for e in _errors(name, value)]
+    for error in sorted(found, key=lambda e: list(map(str, e.absolute_path))):
         path = tuple(error.absolute_path)
         if path and path[-1] in OWNED_BY_RULES:
             continue
@@ -109,6 +110,22 @@ def check(hv: HostVars) -> Iterator[Finding]:
             continue
         expected = _expected(error.schema)
         yield _finding(hv, path, f"{_name(path)}: {error.instance!r} is not {expected}" if path else error.message)
+
+
+_ERRORS: dict[tuple[str, str], list[Any]] = {}
+
+
+def _errors(name: str, value: Any) -> list[Any]:
+    """The schema errors of one variable, memoized by value: the top level has only independent `properties`,
+    so a variable's errors do not depend on the others (a fleet repeats the same values on every host)."""
+    doc = {name: value}
+    try:
+        key = (name, json.dumps(value))
+    except (TypeError, ValueError):
+        return list(_VALIDATOR.iter_errors(doc))
+    if key not in _ERRORS:
+        _ERRORS[key] = list(_VALIDATOR.iter_errors(doc))
+    return _ERRORS[key]
 
 
 def _kv_paths(doc: dict[str, Any]) -> Iterator[tuple[str | int, ...]]:

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ..hostvars import HostVars, is_relevant
-from . import fast_config, fast_ini, fast_yaml, preflight
+from . import fast_config, fast_yaml, preflight
 from .fast_model import Inventory
 from .fast_values import Unsupported, Var, check_tags, from_json, from_node, scalar
 from .paths import display_path
@@ -33,14 +33,19 @@ class _Files:
 
     def __init__(self, sources: Sequence[str]) -> None:
         self.docs: dict[str, tuple[str, list[Any]]] = {}
+        # Keyed by the real path of the source's directory (as host_group_vars looks files up), resolved once.
+        bases = {os.path.abspath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources}
+        real = {b: os.path.realpath(b) for b in bases}
         for path in preflight.files(sources):
-            self.docs.setdefault(os.path.realpath(path), preflight.compose(path))
+            text = str(path)
+            base = next((b for b in real if text.startswith(b + os.sep)), None)
+            key = real[base] + text[len(base):] if base else os.path.realpath(text)
+            self.docs.setdefault(key, preflight.compose(path))
 
     def get(self, path: str) -> tuple[str, list[Any]]:
-        real = os.path.realpath(path)
-        if real not in self.docs:
-            self.docs[real] = preflight.compose(Path(path))
-        return self.docs[real]
+        if path not in self.docs:
+            self.docs[path] = preflight.compose(Path(path))
+        return self.docs[path]
 
 
 def _json(text: str) -> tuple[bool, Any]:
@@ -83,6 +88,8 @@ def _inventory_file(inv: Inventory, path: str, files: _Files) -> None:
             docs = []
         if len(docs) == 1 and isinstance(docs[0], yaml.MappingNode):
             raise Unsupported(f"{path}: YAML inventory without extension")
+    from . import fast_ini  # ast/shlex only for INI inventories: cold start matters in a pre-commit hook
+
     fast_ini.parse(inv, text, shown)
 
 

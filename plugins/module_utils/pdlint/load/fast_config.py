@@ -1,7 +1,6 @@
 """Ansible settings the fast loader assumes at their defaults; anything else goes to the reference loader."""
 from __future__ import annotations
 
-import configparser
 import os
 from pathlib import Path
 
@@ -35,6 +34,8 @@ def check() -> None:
     path = config_file()
     if path is None:
         return
+    import configparser
+
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read(path, encoding="utf-8")
