@@ -3,7 +3,7 @@
 Usage: .venv/bin/python bench/run.py [--sizes 100,1000,10000] [--runs 5] [--slow-runs-at-10k 1] [--out DIR]
 
 Every tool runs as a fresh process (cold start included), through a small wrapper
-that reports the child's peak RSS (resource.getrusage(RUSAGE_CHILDREN)).
+that reports the child's CPU time and peak RSS (resource.getrusage(RUSAGE_CHILDREN)).
 Needs check-jsonschema in the venv (`.venv/bin/pip install check-jsonschema`).
 """
 from __future__ import annotations
@@ -29,7 +29,8 @@ FLOOR = ("import sys, yaml\n"
          "    with open(p, encoding='utf-8') as f: yaml.load(f.read(), Loader=yaml.CSafeLoader)\n")
 WRAP = ("import json, resource, subprocess, sys, time\n"
         "t = time.perf_counter(); subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-        "print(json.dumps([time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))\n")
+        "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(json.dumps([time.perf_counter() - t, r.ru_utime + r.ru_stime, r.ru_maxrss]))\n")
 
 
 def yaml_files(inv: Path) -> list[str]:
@@ -57,15 +58,16 @@ def tools(inv: Path) -> dict[str, list[str]]:
 SLOW = {"pdlint (reference)", "ansible-inventory --list", "check-jsonschema"}
 
 
-def measure(cmd: list[str], runs: int) -> tuple[float, float]:
-    """Median wall seconds and max peak RSS (MB) over runs."""
-    times, peaks = [], []
+def measure(cmd: list[str], runs: int) -> tuple[float, float, float]:
+    """Median wall seconds, median CPU seconds (user+sys: less sensitive to a shared machine), max peak RSS (MB)."""
+    times, cpus, peaks = [], [], []
     for _ in range(runs):
         out = subprocess.run([sys.executable, "-c", WRAP, *cmd], capture_output=True, text=True, check=True)
-        seconds, kb = json.loads(out.stdout)
+        seconds, cpu, kb = json.loads(out.stdout)
         times.append(seconds)
+        cpus.append(cpu)
         peaks.append(kb / 1024)
-    return statistics.median(times), max(peaks)
+    return statistics.median(times), statistics.median(cpus), max(peaks)
 
 
 def main() -> int:
@@ -85,14 +87,16 @@ def main() -> int:
         for name, cmd in tools(inv).items():
             runs = args.slow_runs_at_10k if n >= 10000 and name in SLOW else args.runs
             results[name] = (*measure(cmd, runs), runs)
-            print(f"  {n:>6} {name:28} {results[name][0]:8.3f} s {results[name][1]:7.1f} MB ({runs} runs)",
-                  file=sys.stderr, flush=True)
-        floor = results["parse floor (CSafeLoader)"][0]
-        ai = results["ansible-inventory --list"][0]
-        for name, (sec, mb, runs) in results.items():
-            rows.append(f"| {n:,} | {name} | {sec:.3f} | {sec / floor:.2f}x | {sec / ai:.3f}x | {mb:.0f} | {runs} |")
-    print("| hosts | tool | median wall (s) | / parse floor | / ansible-inventory | peak RSS (MB) | runs |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+            print(f"  {n:>6} {name:28} {results[name][0]:8.3f} s wall {results[name][1]:8.3f} s cpu "
+                  f"{results[name][2]:7.1f} MB ({runs} runs)", file=sys.stderr, flush=True)
+        floor, floor_cpu = results["parse floor (CSafeLoader)"][:2]
+        ai, ai_cpu = results["ansible-inventory --list"][:2]
+        for name, (sec, cpu, mb, runs) in results.items():
+            rows.append(f"| {n:,} | {name} | {sec:.3f} | {sec / floor:.2f}x | {sec / ai:.3f}x "
+                        f"| {cpu:.3f} | {cpu / floor_cpu:.2f}x | {cpu / ai_cpu:.3f}x | {mb:.0f} | {runs} |")
+    print("| hosts | tool | wall (s) | wall / floor | wall / ansible-inventory "
+          "| CPU (s) | CPU / floor | CPU / ansible-inventory | peak RSS (MB) | runs |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
     if not args.out:
         shutil.rmtree(base)

@@ -105,6 +105,31 @@ CASES: dict[str, dict[str, str]] = {
                                   "g": {"hosts": "j2", "vars": {"vllm_port": 2}}}),
         "group_vars/g.yml": "vllm_port: 3\nvllm_port: 4\nvllm_x: {a: [1, {b: 2}], a: 5}\n",
     },
+    "yaml-1.1-scalars-and-odd-keys": {
+        "hosts.yml": """
+            all:
+              hosts:
+                h1:
+                  ansible_group_priority: 3
+                  vllm_a: [1:30, 0o10, 010, +1, 1_000, .inf, 0b101, ~, Yes, on, 'on', "0x1F", 1e3, -.5]
+                  vllm_b: {1: one, true: t, null: n}
+                  vllm_c: !!str 12
+                  vllm_d: &anchor {x: 1}
+                  vllm_e: *anchor
+                  vllm_f: >
+                    folded
+                    text
+                  ansible_password: !vault |
+                    $ANSIBLE_VAULT;1.1;AES256
+                    3131
+            shared:
+              hosts:
+                h1:
+              vars: {vllm_g: 1}
+            """,
+        "host_vars/h1.yml": "# only a comment\n",
+        "group_vars/shared.yml": "---\n...\n",
+    },
     "inventory-directory": {
         "inv/10-hosts.yml": "all:\n  hosts:\n    h1:\n      vllm_port: 1\n",
         "inv/20-more": "[extra]\nh1 vllm_port=2\nh2\n",

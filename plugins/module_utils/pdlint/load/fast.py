@@ -38,8 +38,10 @@ class _Files:
         real = {b: os.path.realpath(b) for b in bases}
         for path in preflight.files(sources):
             text = str(path)
-            base = next((b for b in real if text.startswith(b + os.sep)), None)
-            key = real[base] + text[len(base):] if base else os.path.realpath(text)
+            base = os.path.dirname(text)
+            while base not in real and os.path.dirname(base) != base:
+                base = os.path.dirname(base)
+            key = real[base] + text[len(base):] if base in real else os.path.realpath(text)
             self.docs.setdefault(key, preflight.compose(path))
 
     def get(self, path: str) -> tuple[str, list[Any]]:
@@ -123,12 +125,13 @@ def _dir_files(path: str) -> list[str]:
     return found
 
 
-def _find_vars_files(path: str, name: str) -> list[str]:
+def _find_vars_files(path: str, name: str, listing: frozenset[str] | None = None) -> list[str]:
     """DataLoader.find_vars_files: <name>, then <name>.yml/.yaml/.json; a directory means all files in it."""
     base = os.path.join(path, name)
+    names = listing if os.sep not in name else None  # the directory listed once instead of a stat per candidate
     for ext in ("", *_YAML_EXT):
         full = base + ext
-        if os.path.exists(full):
+        if (name + ext in names) if names is not None else os.path.exists(full):
             return _dir_files(full) if os.path.isdir(full) else [full]
     return []
 
@@ -140,6 +143,8 @@ class _VarsFiles:
         self.dirs = [os.path.realpath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources]
         self.files = files
         self.cache: dict[tuple[str, str], dict[str, Var]] = {}
+        self.listings: dict[str, frozenset[str]] = {}
+        self.shown: dict[str, str] = {}
 
     def of(self, subdir: str, names: Sequence[str]) -> dict[str, Var]:
         """Merged in Ansible's order: each inventory source in turn, the entities in precedence order within it."""
@@ -152,7 +157,9 @@ class _VarsFiles:
                 if key not in self.cache:
                     merged: dict[str, Var] = {}
                     if os.path.isdir(key[0]):
-                        for path in _find_vars_files(*key):
+                        if key[0] not in self.listings:
+                            self.listings[key[0]] = frozenset(os.listdir(key[0]))
+                        for path in _find_vars_files(*key, self.listings[key[0]]):
                             merged.update(self._load(path))
                     self.cache[key] = merged
                 data.update(self.cache[key])
@@ -160,7 +167,7 @@ class _VarsFiles:
 
     def _load(self, path: str) -> dict[str, Var]:
         text, nodes = self.files.get(path)
-        shown = display_path(path)
+        shown = self._shown(path)
         is_json, data = _json(text)
         if is_json:
             if not data:
@@ -180,6 +187,14 @@ class _VarsFiles:
         if isinstance(node, yaml.SequenceNode) and not node.value:
             return {}
         raise Unsupported(f"{path}: vars file is not a mapping")
+
+    def _shown(self, path: str) -> str:
+        """display_path of a normalized absolute path, with the relpath work done once per directory."""
+        directory, name = os.path.split(path)
+        if directory not in self.shown:
+            self.shown[directory] = display_path(directory)
+        shown = self.shown[directory]
+        return name if shown == "." else os.path.join(shown, name)
 
     @staticmethod
     def _mapping(node: Any, shown: str) -> dict[str, Var]:
@@ -207,16 +222,32 @@ def _templated(value: Any) -> bool:
     return False
 
 
-def _host_vars(name: str, data: dict[str, Var]) -> HostVars | None:
+class _Prefixed:
+    """Each variable's origins keyed by its full path, and whether it is a template: computed once per value,
+    since a group's values are shared by all its hosts."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[str, int], tuple[bool, dict[Any, Any]]] = {}
+
+    def __call__(self, key: str, var: Var) -> tuple[bool, dict[Any, Any]]:
+        found = self.cache.get((key, id(var)))
+        if found is None:
+            value, below = var
+            found = (_templated(value), {(key, *path): origin for path, origin in below.items()})
+            self.cache[(key, id(var))] = found
+        return found
+
+
+def _host_vars(name: str, data: dict[str, Var], prefixed: _Prefixed) -> HostVars | None:
     """The host's HostVars, or None when a value is a template (only Ansible renders those)."""
     values: dict[str, Any] = {}
     origins: dict[Any, Any] = {}
-    for key, (value, below) in data.items():
-        if _templated(value):
+    for key, var in data.items():
+        templated, full = prefixed(key, var)
+        if templated:
             return None
-        values[key] = value
-        for path, origin in below.items():
-            origins[(key, *path)] = origin
+        values[key] = var[0]
+        origins.update(full)
     return HostVars(host=name, values=values, origins=origins)
 
 
@@ -236,6 +267,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False) -> list[HostVar
     vars_files = _VarsFiles(sources, files)
     ancestors = {g: inv.ancestors(g) for g in inv.groups}
     by_groups: dict[tuple[str, ...], dict[str, Var]] = {}
+    prefixed = _Prefixed()
     result: list[HostVars | None] = []
     for name in sorted(inv.hosts):
         host = inv.hosts[name]
@@ -253,7 +285,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False) -> list[HostVar
         data = dict(by_groups[groups])
         data.update(host.vars)
         data.update(vars_files.of("host_vars", [name]))
-        result.append(_host_vars(name, data))
+        result.append(_host_vars(name, data, prefixed))
     templated = {name for name, hv in zip(sorted(inv.hosts), result) if hv is None}
     if templated:
         from . import reference

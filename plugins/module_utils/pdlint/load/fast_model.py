@@ -5,6 +5,7 @@ import dataclasses
 import string
 from typing import Any
 
+from ..hostvars import is_relevant
 from .fast_values import Unsupported, Var
 
 
@@ -75,7 +76,7 @@ class Inventory:
             target = group.vars
         else:
             target = self.hosts[entity].vars
-        if isinstance(name, str):
+        if isinstance(name, str) and is_relevant(name):
             target[name] = value
 
     def ancestors(self, name: str) -> set[str]:

@@ -63,11 +63,13 @@ def _walk(node: Any, file: str, path: Path, origins: Origins, active: set[int]) 
         result: Any = [_walk(item, file, (*path, i), origins, active) for i, item in enumerate(node.value)]
     elif node.tag == _MAP:
         result = {}
+        names: dict[Any, str] = {}  # raw key -> its text; Python's dict equality (1 == True == 1.0) decides duplicates
         for key_node, value_node in node.value:
             if key_node.tag == _STD + "merge" or not isinstance(key_node, yaml.ScalarNode):
                 raise Unsupported("YAML merge key or complex key")
-            key = str(scalar(key_node))
-            if key in result:  # a duplicate key: the last one wins, with its own origins
+            raw = scalar(key_node)
+            key = names.setdefault(raw, str(raw))
+            if key in result:  # a duplicate key: the last value wins, with its own origins, under the first key
                 for stale in [p for p in origins if p[:len(path) + 1] == (*path, key)]:
                     del origins[stale]
             result[key] = _walk(value_node, file, (*path, key), origins, active)
