@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from pdlint import engine  # noqa: E402
 from pdlint.finding import Finding  # noqa: E402
-from pdlint.load import reference  # noqa: E402
+from pdlint.load import fast, reference  # noqa: E402
 
 Lint = Callable[..., list[Finding]]
 
@@ -32,7 +32,12 @@ def lint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lint:
     def run(hosts: str, **files: str) -> list[Finding]:
         tree = {"hosts.yml": hosts, **{k.replace("__", "/"): v for k, v in files.items()}}
         write_tree(tmp_path, tree)
-        return engine.check(reference.load([str(tmp_path / "hosts.yml")]))
+        loaded = reference.load([str(tmp_path / "hosts.yml")])
+        try:  # every rule test inventory doubles as a differential case for the fast loader
+            assert fast.load([str(tmp_path / "hosts.yml")]) == loaded
+        except fast.Unsupported:
+            pass
+        return engine.check(loaded)
 
     return run
 
