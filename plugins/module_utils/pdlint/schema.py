@@ -8,6 +8,7 @@ from typing import Any
 from .build import kv_config
 from .finding import Finding
 from .hostvars import HostVars, Unresolved
+from .schema_quick import surely_valid
 from .spec import HOST_ONLY, SKIP, TEMPLATE, VARIABLES, Var, host_var
 
 SCHEMA_ID = "https://pdlint.dev/schemas/pdlint-vars.schema.json"
@@ -85,9 +86,6 @@ _VALIDATOR: Any = None
 
 def check(hv: HostVars) -> Iterator[Finding]:
     """Every schema error of one host, each at the line of the offending value."""
-    global _VALIDATOR  # one compiled validator per process; the schema is constant
-    if _VALIDATOR is None:
-        _VALIDATOR = _validator()
     doc = _prepare(dict(hv.values))
     for path in _kv_paths(doc):
         raw = _get(doc, path)
@@ -113,11 +111,21 @@ def check(hv: HostVars) -> Iterator[Finding]:
 
 
 _ERRORS: dict[tuple[str, str], list[Any]] = {}
+_ROOT: Any = None
+_TOP_LEVEL_ONLY_PROPERTIES = frozenset(("$schema", "$id", "title", "type", "properties", "definitions"))
 
 
 def _errors(name: str, value: Any) -> list[Any]:
     """The schema errors of one variable, memoized by value: the top level has only independent `properties`,
     so a variable's errors do not depend on the others (a fleet repeats the same values on every host)."""
+    global _VALIDATOR, _ROOT  # one compiled validator per process; the schema is constant
+    if _ROOT is None:
+        _ROOT = generate()
+    if set(_ROOT) <= _TOP_LEVEL_ONLY_PROPERTIES:  # variables pdlint does not define cannot fail
+        if name not in _ROOT["properties"] or surely_valid(_ROOT["properties"][name], value, _ROOT):
+            return []
+    if _VALIDATOR is None:
+        _VALIDATOR = _validator()
     doc = {name: value}
     try:
         key = (name, json.dumps(value))
