@@ -16,13 +16,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT / "bench"))
-from generate import generate  # noqa: E402
+from generate import generate
 
 FLOOR = ("import sys, yaml\n"
          "for p in sys.argv[1:]:\n"

@@ -15,7 +15,6 @@ import yaml
 from conftest import ROOT, write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pdlint.load import fast, reference, select
 from pdlint.load.preflight import LoadError
 
@@ -219,9 +218,9 @@ def test_cli_fast_path_never_imports_ansible(tmp_path: Path) -> None:
 def test_cli_loader_flag(tmp_path: Path) -> None:
     write_tree(tmp_path, {"hosts.yml": "all:\n  hosts: {h: }\n", "inv.yml": "plugin: constructed\n"})
     run = [sys.executable, "-m", "pdlint.cli"]
-    fast_out = subprocess.run([*run, "inv.yml"], cwd=tmp_path, capture_output=True, text=True)
+    fast_out = subprocess.run([*run, "inv.yml"], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert "pdlint: info: the fast loader does not cover this inventory" in fast_out.stderr
-    forced = subprocess.run([*run, "--loader", "ansible", "hosts.yml"], cwd=tmp_path, capture_output=True, text=True)
+    forced = subprocess.run([*run, "--loader", "ansible", "hosts.yml"], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert forced.returncode == 0 and "pdlint: info" not in forced.stderr
 
 

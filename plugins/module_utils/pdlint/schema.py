@@ -121,9 +121,9 @@ def _errors(name: str, value: Any) -> list[Any]:
     global _VALIDATOR, _ROOT  # one compiled validator per process; the schema is constant
     if _ROOT is None:
         _ROOT = generate()
-    if set(_ROOT) <= _TOP_LEVEL_ONLY_PROPERTIES:  # variables pdlint does not define cannot fail
-        if name not in _ROOT["properties"] or surely_valid(_ROOT["properties"][name], value, _ROOT):
-            return []
+    only_properties = set(_ROOT) <= _TOP_LEVEL_ONLY_PROPERTIES  # then variables pdlint does not define cannot fail
+    if only_properties and (name not in _ROOT["properties"] or surely_valid(_ROOT["properties"][name], value, _ROOT)):
+        return []
     if _VALIDATOR is None:
         _VALIDATOR = _validator()
     doc = {name: value}

@@ -25,7 +25,7 @@ def value(text: str, origin: Origin) -> Var:
             parsed = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         pass
-    except Exception as exc:  # noqa: BLE001 - e.g. MemoryError/RecursionError: Ansible's own error path
+    except Exception as exc:
         raise Unsupported(f"INI value {text!r}") from exc
     origins: Origins = {}
     return _coerce(parsed, (), origin, origins), origins
