@@ -165,8 +165,12 @@ def test_same_load_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert got.value.finding.origin.line is not None
 
 
+BOMB = "all:\n  vars:\n    a: &a [x, x, x]\n    b: &b [*a, *a, *a]\n    vllm_c: [*b, *b, *b]\n  hosts: {h: }\n"
+
+
 @pytest.mark.parametrize(("files", "source", "reason"), [
     ({"inv.yml": "plugin: constructed\nstrict: false\n"}, "inv.yml", "plugin"),
+    ({"hosts.yml": BOMB}, "hosts.yml", "alias"),
     ({"hosts.yml": "all:\n  hosts: {h: }\n"}, "h1,h2", "host list"),
     ({"hosts.yml": "all:\n  hosts:\n    h:\n      vllm_port: !vault |\n        $ANSIBLE_VAULT;1.1;AES256\n        3131\n"},
      "hosts.yml", "tag"),

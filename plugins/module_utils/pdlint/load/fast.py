@@ -85,9 +85,9 @@ def _inventory_file(inv: Inventory, path: str, files: _Files) -> None:
         is_json, data = _json(text)
         if is_json and isinstance(data, dict):
             raise Unsupported(f"{path}: YAML inventory without extension")
-        try:
-            docs = list(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-        except yaml.YAMLError:
+        try:  # through preflight.compose like every YAML read; a YAML error here only means "not YAML"
+            docs = preflight.compose(Path(path))[1]
+        except preflight.LoadError:
             docs = []
         if len(docs) == 1 and isinstance(docs[0], yaml.MappingNode):
             raise Unsupported(f"{path}: YAML inventory without extension")

@@ -55,8 +55,8 @@ def _walk(node: Any, file: str, path: Path, origins: Origins, active: set[int]) 
         if not (value is None or isinstance(value, bool)):
             origins[path] = _origin(file, node)
         return value
-    if id(node) in active:
-        raise Unsupported("recursive YAML alias")
+    if id(node) in active:  # recursive, or repeated by aliases (an alias bomb grows exponentially when expanded)
+        raise Unsupported("YAML alias of a mapping or list within one value")
     active.add(id(node))
     origins[path] = _origin(file, node)
     if node.tag == _SEQ:
@@ -75,7 +75,6 @@ def _walk(node: Any, file: str, path: Path, origins: Origins, active: set[int]) 
             result[key] = _walk(value_node, file, (*path, key), origins, active)
     else:
         raise Unsupported(f"YAML tag {node.tag}")
-    active.discard(id(node))
     return result
 
 
