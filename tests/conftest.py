@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from pdlint import engine  # noqa: E402
 from pdlint.finding import Finding  # noqa: E402
-from pdlint.load import reference  # noqa: E402
+from pdlint.load import select  # noqa: E402
 
 Lint = Callable[..., list[Finding]]
 
@@ -32,8 +32,15 @@ def lint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lint:
     def run(hosts: str, **files: str) -> list[Finding]:
         tree = {"hosts.yml": hosts, **{k.replace("__", "/"): v for k, v in files.items()}}
         write_tree(tmp_path, tree)
+        source = [str(tmp_path / "hosts.yml")]
         notes: list[Finding] = []
-        hosts = reference.load([str(tmp_path / "hosts.yml")], notes=notes)
+        hosts = select.load(source, loader="ansible", notes=notes)
+        # Every rule-test inventory doubles as a differential case for the fast loader (values, origins, notes).
+        fast_notes: list[Finding] = []
+        fell_back: list[str] = []
+        fast_hosts = select.load(source, loader="fast", notes=fast_notes, note=fell_back.append)
+        if not fell_back:
+            assert fast_hosts == hosts and sorted(fast_notes) == sorted(notes)
         return sorted(notes + engine.check(hosts))
 
     return run

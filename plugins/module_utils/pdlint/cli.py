@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                          "decrypted values are never printed")
     ap.add_argument("--max-file-size", type=_size, default=guard.Limits.max_file_bytes, metavar="BYTES",
                     help="refuse inventory and vars files larger than this (suffix K, M or G; default 8M)")
+    ap.add_argument("--loader", choices=("fast", "ansible"), default="fast",
+                    help="inventory loader: fast (default; falls back to ansible-core's when it must) or ansible")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     ap.add_argument("--version", action="version", version=f"pdlint {__version__} (vLLM rules: {NEWEST_VLLM})")
     return ap
@@ -133,7 +135,8 @@ def _lint(args: argparse.Namespace) -> int:
     from .load import safety
 
     safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core
-    from .load import reference
+    from .load import select
+    from .load.preflight import LoadError
 
     started = time.perf_counter()
     try:
@@ -153,11 +156,11 @@ def _lint(args: argparse.Namespace) -> int:
     for sources in groups:
         notes: list[Finding] = []
         try:
-            loaded = reference.load(sources, allow_lookups=args.allow_lookups,
-                                    allow_plugins=args.allow_inventory_plugins,
-                                    limits=guard.Limits(max_file_bytes=args.max_file_size),
-                                    vault_password_file=args.vault_password_file, notes=notes)
-        except reference.LoadError as exc:
+            loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
+                                 allow_plugins=args.allow_inventory_plugins,
+                                 limits=guard.Limits(max_file_bytes=args.max_file_size),
+                                 vault_password_file=args.vault_password_file, notes=notes)
+        except LoadError as exc:
             sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))
             return 2
         if not loaded:

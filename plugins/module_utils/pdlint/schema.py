@@ -12,6 +12,7 @@ from .finding import Finding
 from .hostvars import HostVars, Unresolved
 from .rules.connector import CHECKED_EXTRA
 from .schema_doc import SCHEMA_ID, dumps, expected, generate
+from .schema_quick import surely_valid
 
 __all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
 
@@ -141,8 +142,20 @@ def _variable_problems(name: str, value: Any) -> list[Problem]:
     if key not in _SEEN:
         if len(_SEEN) > 50_000:
             _SEEN.clear()
-        _SEEN[key] = _problems({name: value})
+        _SEEN[key] = [] if _surely_valid(name, value) else _problems({name: value})
     return _SEEN[key]
+
+
+_DOC: dict[str, Any] | None = None
+
+
+def _surely_valid(name: str, value: Any) -> bool:
+    """schema_quick vouches for the value (most values are valid: jsonschema is then never imported)."""
+    global _DOC
+    if _DOC is None:
+        _DOC = generate()
+    schema = _DOC["properties"].get(name)
+    return schema is not None and surely_valid(schema, value, _DOC)
 
 
 def check(hv: HostVars) -> Iterator[Finding]:

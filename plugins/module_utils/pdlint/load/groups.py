@@ -3,20 +3,24 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
-from . import tagged
+from .paths import display_path
 
 _VALID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a Python identifier: usable in group_vars and templates
 
 
 def _origin(name: Any, sources: Sequence[str]) -> Origin:
     """The group name's tagged origin (YAML), else the line that declares it: `[name]` in INI, `name:` in YAML."""
-    found = tagged.origin_of(name)
-    if found is not None:
-        return found
+    if "ansible" in sys.modules:  # names from ansible-core carry their origin; the fast loader's are plain
+        from .tagged import origin_of
+
+        found = origin_of(name)
+        if found is not None:
+            return found
     declared = re.compile(r"^(\s*\[)" + re.escape(name) + r"(:\w+)?\]|^(\s+)" + re.escape(name) + r"\s*:")
     for source in sources:
         files = [source] if os.path.isfile(source) else (
@@ -28,7 +32,7 @@ def _origin(name: Any, sources: Sequence[str]) -> Origin:
                 for number, line in enumerate(fh, 1):
                     match = declared.match(line)
                     if match:
-                        return Origin(tagged.display_path(path), number, len(match.group(1) or match.group(3)) + 1)
+                        return Origin(display_path(path), number, len(match.group(1) or match.group(3)) + 1)
     return Origin()
 
 

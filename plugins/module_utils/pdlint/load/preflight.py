@@ -13,11 +13,12 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Sequence
+from typing import Any
 
-from ..finding import Finding
+from ..finding import Finding, Origin
 from . import guard
 from .guard import Limits, Refused, refuse
-from .tagged import display_path
+from .paths import display_path
 
 _YAML_EXT = (".yml", ".yaml", ".json")
 _VARS_DIRS = ("group_vars", "host_vars")
@@ -27,12 +28,22 @@ _IGNORED_EXTS = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".r
 ALLOW_DYNAMIC = "pass --allow-inventory-plugins to run it (only for inventories you trust)"
 
 
+class LoadError(Exception):
+    """An inventory that cannot be used at all (exit 2)."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
 @dataclasses.dataclass
 class Preflight:
-    """What the checks found short of refusing: warnings, and the vault-encrypted files."""
+    """What the checks found short of refusing: warnings, the vault-encrypted files, and every checked text."""
 
     findings: list[Finding] = dataclasses.field(default_factory=list)
     encrypted: list[str] = dataclasses.field(default_factory=list)
+    texts: dict[str, str] = dataclasses.field(default_factory=dict)  # path as walked -> UTF-8 text
+    vars_files: list[str] = dataclasses.field(default_factory=list)  # group_vars/host_vars files, as walked
 
 
 @dataclasses.dataclass
@@ -155,6 +166,7 @@ def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: b
             inventory.extend(_inventory_files(source, (), walk))
             bases.append(source)
     vars_files = [f for base in dict.fromkeys(bases) for f in _vars_files(base, walk)]
+    found.vars_files = vars_files
     inventory_set = set(inventory)
     for path in inventory + vars_files:
         data = _read(path, limits)
@@ -162,6 +174,7 @@ def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: b
             found.encrypted.append(path)
             continue
         text = guard.text_of(data, display_path(path), limits)
+        found.texts[path] = text
         if path in inventory_set:
             _inventory(path, text, data, allow_dynamic, found, limits)
             continue
@@ -170,3 +183,39 @@ def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: b
             raise Refused(scan.syntax_error)
         found.findings.extend(scan.duplicates)
     return found
+
+
+def yaml_files(checked: Preflight) -> Iterator[str]:
+    """The YAML files a preflight read: inventory files with a YAML extension, and every vars file."""
+    vars_files = set(checked.vars_files)
+    for path in checked.texts:
+        if path in vars_files or path.endswith(_YAML_EXT):
+            yield path
+
+
+def compose(path: str | os.PathLike[str], checked: Preflight | None = None, limits: Limits | None = None) -> tuple[str, list[Any]]:
+    """The text and libyaml node trees (one per document) of a YAML file, read through the same guard as
+    check() (its text reused when check() read it). Raises LoadError."""
+    import yaml
+
+    path = os.fspath(path)
+    try:
+        text = checked.texts.get(path) if checked is not None else None
+        if text is None:
+            limits = limits or Limits()
+            if not _regular(path):
+                raise refuse(display_path(path), "is a directory, not a file")
+            text = guard.text_of(_read(path, limits), display_path(path), limits)
+    except Refused as exc:
+        raise LoadError(exc.finding) from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return text, list(yaml.compose_all(text, Loader=loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        origin = Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None)
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise LoadError(Finding(origin, "load-error", "error", f"YAML syntax error: {problem}",
+                                "fix the YAML syntax at this position")) from None
+    except yaml.YAMLError as exc:
+        raise LoadError(Finding(Origin(display_path(path)), "load-error", "error", f"YAML error: {exc}")) from None

@@ -9,22 +9,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, Unresolved
 from . import groups, guard, preflight, safety, tagged, vault
+from .paths import display_path
+from .preflight import LoadError  # noqa: F401 - one class for both loaders, re-exported
 
 _LOOKUPS = ("lookup", "query", "q")
 
 
-class LoadError(Exception):
-    """An inventory that cannot be used at all (exit 2)."""
-
-    def __init__(self, finding: Finding) -> None:
-        super().__init__(finding.message)
-        self.finding = finding
 
 
 def _error_origin(exc: BaseException) -> Origin:
@@ -42,11 +38,11 @@ def _error_origin(exc: BaseException) -> Origin:
         mark = getattr(item, "problem_mark", None)
         name = getattr(item, "source", None) or getattr(mark, "name", None)
         if mark is not None and isinstance(name, str):
-            return Origin(tagged.display_path(name), mark.line + 1, mark.column + 1)
+            return Origin(display_path(name), mark.line + 1, mark.column + 1)
     text = str(exc)
     match = re.search(r"(?:Origin|source): ([^\s:]+):(\d+):(\d+)", text)
     if match:
-        return Origin(tagged.display_path(match.group(1)), int(match.group(2)), int(match.group(3)))
+        return Origin(display_path(match.group(1)), int(match.group(2)), int(match.group(3)))
     return Origin()
 
 
@@ -121,7 +117,7 @@ def _failure(exc: BaseException, warnings: list[Any]) -> Finding:
             specific = [m for m in chain if m and not m.startswith(("Failed to parse inventory", "Failed to parse"))]
             reason = specific[0] if specific else chain[-1]
             message = f"cannot parse inventory: {reason}"
-            origin = _line_of(source, reason) or Origin(tagged.display_path(source))
+            origin = _line_of(source, reason) or Origin(display_path(source))
     return Finding(origin=origin, rule="load-error", severity="error", message=message)
 
 
@@ -135,7 +131,7 @@ def _line_of(source: str, message: str) -> Origin | None:
         with open(source, encoding="utf-8", errors="replace") as fh:
             for number, text in enumerate(fh, 1):
                 if fragment and fragment in text:
-                    return Origin(tagged.display_path(source), number, text.index(fragment) + 1)
+                    return Origin(display_path(source), number, text.index(fragment) + 1)
     except OSError:
         return None
     return None
@@ -143,19 +139,22 @@ def _line_of(source: str, message: str) -> Origin | None:
 
 def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: bool = False,
          limits: guard.Limits | None = None, vault_password_file: str | None = None,
-         notes: list[Finding] | None = None) -> list[HostVars]:
-    """Every host of the inventory with its pdlint variables. Raises LoadError.
+         notes: list[Finding] | None = None, only: Collection[str] | None = None,
+         checked: preflight.Preflight | None = None) -> list[HostVars]:
+    """Every host of the inventory (or only these) with its pdlint variables. Raises LoadError.
 
-    Warnings found on the way (duplicate keys, files left encrypted) are appended to notes.
+    Warnings found on the way (duplicate keys, files left encrypted, group names) are appended to notes;
+    `checked` is the preflight a caller already ran over the same sources (its notes already taken).
     """
     # Absolute paths: ansible-core caches some path lookups across calls in one process.
     sources = [s if "," in s else os.path.abspath(s) for s in sources]
-    try:
-        checked = preflight.check(sources, limits, allow_dynamic=allow_plugins)
-    except guard.Refused as exc:
-        raise LoadError(exc.finding) from None
     notes = notes if notes is not None else []
-    notes.extend(checked.findings)
+    if checked is None:
+        try:
+            checked = preflight.check(sources, limits, allow_dynamic=allow_plugins)
+        except guard.Refused as exc:
+            raise LoadError(exc.finding) from None
+        notes.extend(checked.findings)
     safety.configure(allow_plugins)
     from ansible import constants as C
     from ansible.errors import AnsibleError
@@ -189,9 +188,11 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
             inventory = InventoryManager(loader=loader, sources=list(sources))
             variables = VariableManager(loader=loader, inventory=inventory)
             notes.extend(groups.invalid_names([g.name for g in inventory.groups.values()], sources))
-            encrypted = {tagged.display_path(p) for p in checked.encrypted}
+            encrypted = {display_path(p) for p in checked.encrypted}
             result = []
             for host in sorted(inventory.get_hosts(), key=lambda h: h.name):
+                if only is not None and host.name not in only:
+                    continue
                 host_variables = variables.get_vars(host=host, include_hostvars=False)
                 render = _renderer(loader, host_variables, allow_lookups)
                 result.append(_sealed(tagged.host_vars(host.name, host_variables, render), encrypted))

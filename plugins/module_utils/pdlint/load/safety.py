@@ -31,6 +31,8 @@ _ALWAYS = {
     "ANSIBLE_LOCALHOST_WARNING": "False",
     "ANSIBLE_NOCOLOR": "True",
 }
+# What configure() may set: the fast loader treats these values as ansible-core's defaults.
+SET_BY_PDLINT = {**_PINNED, **_ALWAYS}
 # ansible-core's constants for the pinned paths, to check the pins took effect.
 CHECKED = {
     "DEFAULT_FILTER_PLUGIN_PATH": "ANSIBLE_FILTER_PLUGINS",

@@ -5,12 +5,12 @@ same values and origins.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..finding import Origin
 from ..hostvars import HostVars, Path, Unresolved, is_relevant
+from .paths import display_path
 
 try:  # internal API of ansible-core 2.19+: origins are best effort
     from ansible._internal._datatag._tags import Origin as _AnsibleOrigin
@@ -39,16 +39,6 @@ def origin_of(value: Any, base: str | None = None) -> Origin | None:
     if tag is None or not tag.path:
         return None
     return Origin(display_path(tag.path, base), tag.line_num, tag.col_num)
-
-
-def display_path(path: str, base: str | None = None) -> str:
-    """Relative to base (default: the working directory) when below it, as linters print."""
-    base = base or os.getcwd()
-    try:
-        rel = os.path.relpath(path, base)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 def _decrypted(value: Any) -> Any:

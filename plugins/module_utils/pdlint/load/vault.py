@@ -5,7 +5,7 @@ import os
 from typing import Any
 
 from ..finding import Finding, Origin
-from .tagged import display_path
+from .paths import display_path
 
 HINT = "pass --vault-password-file FILE (or set ANSIBLE_VAULT_PASSWORD_FILE) to check these values"
 

@@ -1,0 +1,47 @@
+"""Write a realistic N-host P/D inventory: hosts.yml, group_vars/ per deployment and role, host_vars/ per host.
+
+Usage: python bench/generate.py N DIR
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+PER_DEPLOYMENT = 8  # 4 prefill + 4 decode hosts, one engine each
+MODELS = [("meta-llama/Llama-3.3-70B-Instruct", "NixlConnector", 4, 8),
+          ("Qwen/Qwen2.5-72B-Instruct", "NixlConnector", 4, 4),
+          ("deepseek-ai/DeepSeek-R1", "MooncakeConnector", 8, 8)]
+
+
+def generate(n: int, out: Path) -> None:
+    (out / "group_vars").mkdir(parents=True, exist_ok=True)
+    (out / "host_vars").mkdir(exist_ok=True)
+    (out / "group_vars" / "all.yml").write_text(
+        "vllm_version: 0.32.0\nvllm_host_gpu_count: 8\nvllm_env:\n  VLLM_NIXL_SIDE_CHANNEL_PORT: '5600'\n")
+    lines = ["all:", "  children:"]
+    for d in range((n + PER_DEPLOYMENT - 1) // PER_DEPLOYMENT):
+        model, connector, p_tp, d_tp = MODELS[d % len(MODELS)]
+        dep = f"dep{d:04d}"
+        (out / "group_vars" / f"{dep}.yml").write_text(
+            f"vllm_pd_deployment: {dep}\nvllm_model: {model}\nvllm_block_size: 16\nvllm_dtype: bfloat16\n")
+        lines += [f"    {dep}:", "      children:"]
+        size = min(PER_DEPLOYMENT, n - d * PER_DEPLOYMENT)
+        first = {"prefill": d * PER_DEPLOYMENT, "decode": d * PER_DEPLOYMENT + (size + 1) // 2}
+        count = {"prefill": (size + 1) // 2, "decode": size // 2}
+        for role, tp, kv_role in (("prefill", p_tp, "kv_producer"), ("decode", d_tp, "kv_consumer")):
+            group = f"{dep}_{role}"
+            (out / "group_vars" / f"{group}.yml").write_text(
+                f"vllm_pd_role: {role}\nvllm_tensor_parallel_size: {tp}\nvllm_kv_transfer_config:\n"
+                f"  kv_connector: {connector}\n  kv_role: {kv_role}\n")
+            lines += [f"        {group}:", "          hosts:"]
+            for index in range(first[role], first[role] + count[role]):
+                host = f"gpu{index:05d}"
+                lines.append(f"            {host}: {{ansible_host: 10.{index // 65536}.{index // 256 % 256}.{index % 256}}}")
+                (out / "host_vars" / f"{host}.yml").write_text(
+                    f"vllm_node: {host}\nvllm_port: 8000\nvllm_env:\n  VLLM_NIXL_SIDE_CHANNEL_HOST: {host}.fleet\n"
+                    f"  VLLM_NIXL_SIDE_CHANNEL_PORT: '5600'\n  CUDA_VISIBLE_DEVICES: '{','.join(map(str, range(tp)))}'\n")
+    (out / "hosts.yml").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    generate(int(sys.argv[1]), Path(sys.argv[2]))

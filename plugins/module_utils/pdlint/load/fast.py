@@ -1,0 +1,339 @@
+"""The fast loader: static YAML/INI inventories with group_vars/ and host_vars/, read with libyaml.
+
+It applies ansible-core's precedence itself (tests/test_fast_differential.py
+proves it equal to the reference loader) and never imports ansible. What it
+does not model raises Unsupported, and the caller uses the reference loader.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from ..finding import Finding
+from ..hostvars import HostVars, is_relevant
+from . import fast_config, fast_yaml, guard, preflight
+from .groups import invalid_names
+from .fast_model import Inventory
+from .fast_values import Unsupported, Var, check_tags, from_json, from_node, scalar
+from .paths import display_path
+
+__all__ = ["Unsupported", "load"]
+
+_YAML_EXT = (".yml", ".yaml", ".json")
+# manager.IGNORED with the default INVENTORY_IGNORE_EXTS (REJECT_EXTS + .orig, .cfg, .retry).
+_IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
+_IGNORED_EXT = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst", ".orig", ".cfg", ".retry")
+
+
+class _Files:
+    """Every YAML file read once, as preflight checked it (the first syntax error wins, as in preflight)."""
+
+    def __init__(self, sources: Sequence[str], checked: preflight.Preflight) -> None:
+        self.checked = checked
+        self.docs: dict[str, tuple[str, list[Any]]] = {}
+        # Keyed by the real path of the source's directory (as host_group_vars looks files up), resolved once.
+        bases = {os.path.abspath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources}
+        real = {b: os.path.realpath(b) for b in bases}
+        for text in preflight.yaml_files(checked):
+            base = os.path.dirname(text)
+            while base not in real and os.path.dirname(base) != base:
+                base = os.path.dirname(base)
+            key = real[base] + text[len(base):] if base in real else os.path.realpath(text)
+            self.docs.setdefault(key, preflight.compose(text, checked))
+
+    def get(self, path: str) -> tuple[str, list[Any]]:
+        if path not in self.docs:
+            self.docs[path] = preflight.compose(path, self.checked)
+        return self.docs[path]
+
+
+def _json(text: str) -> tuple[bool, Any]:
+    """Ansible tries JSON before YAML for every file."""
+    if "__ansible_" in text:
+        raise Unsupported("Ansible JSON markers")
+    try:
+        return True, json.loads(text)
+    except ValueError:
+        return False, None
+
+
+def _inventory_file(inv: Inventory, path: str, files: _Files) -> None:
+    if os.access(path, os.X_OK):
+        raise Unsupported(f"{path} is executable (inventory script)")
+    ext = os.path.splitext(path)[1]
+    if ext == ".toml":
+        raise Unsupported(f"{path} is a TOML inventory")
+    shown = display_path(path)
+    if ext in _YAML_EXT:
+        text, nodes = files.get(path)
+        is_json, data = _json(text)
+        if not is_json:
+            if len(nodes) != 1:
+                raise Unsupported(f"{path}: not one YAML document")
+            data = nodes[0]
+        fast_yaml.parse(inv, data, shown, is_json)
+        return
+    text = files.checked.texts.get(path)
+    if text is None:
+        raise Unsupported(f"{path}: not read by the preflight")
+    if not ext:  # Ansible tries the yaml plugin first on files without an extension
+        is_json, data = _json(text)
+        if is_json and isinstance(data, dict):
+            raise Unsupported(f"{path}: YAML inventory without extension")
+        try:  # through preflight.compose like every YAML read; a YAML error here only means "not YAML"
+            docs = preflight.compose(path, files.checked)[1]
+        except preflight.LoadError:
+            docs = []
+        if len(docs) == 1 and isinstance(docs[0], yaml.MappingNode):
+            raise Unsupported(f"{path}: YAML inventory without extension")
+    from . import fast_ini  # ast/shlex only for INI inventories: cold start matters in a pre-commit hook
+
+    fast_ini.parse(inv, text, shown)
+
+
+def _source(inv: Inventory, source: str, files: _Files) -> None:
+    if "," in source and not os.path.exists(source):
+        raise Unsupported("host list source")
+    if not os.path.isdir(source):
+        _inventory_file(inv, source, files)
+        return
+    for name in sorted(os.listdir(source)):
+        if name.startswith(".") or name in _IGNORED_NAMES or name.endswith(_IGNORED_EXT):
+            continue
+        full = os.path.join(source, name)
+        if os.path.isdir(full):
+            raise Unsupported(f"{full}: nested inventory directory")
+        _inventory_file(inv, full, files)
+
+
+def _dir_files(path: str) -> list[str]:
+    """DataLoader._get_dir_vars_files."""
+    found: list[str] = []
+    for name in sorted(os.listdir(path)):
+        if name.startswith(".") or name.endswith("~"):
+            continue
+        ext = os.path.splitext(name)[1]
+        full = os.path.join(path, name)
+        if os.path.isdir(full) and not ext:
+            found.extend(_dir_files(full))
+        elif os.path.isfile(full) and (not ext or ext in _YAML_EXT):
+            found.append(full)
+    return found
+
+
+def _find_vars_files(path: str, name: str, listing: frozenset[str] | None = None) -> list[str]:
+    """DataLoader.find_vars_files: <name>, then <name>.yml/.yaml/.json; a directory means all files in it."""
+    base = os.path.join(path, name)
+    names = listing if os.sep not in name else None  # the directory listed once instead of a stat per candidate
+    for ext in ("", *_YAML_EXT):
+        full = base + ext
+        if (name + ext in names) if names is not None else os.path.exists(full):
+            return _dir_files(full) if os.path.isdir(full) else [full]
+    return []
+
+
+class _VarsFiles:
+    """host_group_vars: group_vars/<group> and host_vars/<host> beside each inventory source, cached."""
+
+    def __init__(self, sources: Sequence[str], files: _Files) -> None:
+        self.dirs = [os.path.realpath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources]
+        self.files = files
+        self.cache: dict[tuple[str, str], dict[str, Var]] = {}
+        self.listings: dict[str, frozenset[str]] = {}
+        self.shown: dict[str, str] = {}
+
+    def of(self, subdir: str, names: Sequence[str]) -> dict[str, Var]:
+        """Merged in Ansible's order: each inventory source in turn, the entities in precedence order within it."""
+        data: dict[str, Var] = {}
+        for base in self.dirs:
+            for name in names:
+                if name.startswith(os.path.sep):
+                    continue
+                key = (os.path.join(base, subdir), name)
+                if key not in self.cache:
+                    merged: dict[str, Var] = {}
+                    if os.path.isdir(key[0]):
+                        if key[0] not in self.listings:
+                            self.listings[key[0]] = frozenset(os.listdir(key[0]))
+                        for path in _find_vars_files(*key, self.listings[key[0]]):
+                            merged.update(self._load(path))
+                    self.cache[key] = merged
+                data.update(self.cache[key])
+        return data
+
+    def _load(self, path: str) -> dict[str, Var]:
+        text, nodes = self.files.get(path)
+        shown = self._shown(path)
+        is_json, data = _json(text)
+        if is_json:
+            if not data:
+                return {}
+            if not isinstance(data, dict):
+                raise Unsupported(f"{path}: vars file is not a mapping")
+            return {k: from_json(v, shown) for k, v in data.items() if isinstance(k, str) and is_relevant(k)}
+        if not nodes:
+            return {}
+        if len(nodes) != 1:
+            raise Unsupported(f"{path}: not one YAML document")
+        node = nodes[0]
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, shown)
+        if isinstance(node, yaml.ScalarNode) and not scalar(node):
+            return {}
+        if isinstance(node, yaml.SequenceNode) and not node.value:
+            return {}
+        raise Unsupported(f"{path}: vars file is not a mapping")
+
+    def _shown(self, path: str) -> str:
+        """display_path of a normalized absolute path, with the relpath work done once per directory."""
+        directory, name = os.path.split(path)
+        if directory not in self.shown:
+            self.shown[directory] = display_path(directory)
+        shown = self.shown[directory]
+        return name if shown == "." else os.path.join(shown, name)
+
+    @staticmethod
+    def _mapping(node: Any, shown: str) -> dict[str, Var]:
+        if node.tag != "tag:yaml.org,2002:map":
+            raise Unsupported(f"YAML tag {node.tag}")
+        result: dict[str, Var] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                raise Unsupported("YAML merge key or complex key")
+            key = scalar(key_node)
+            if isinstance(key, str) and is_relevant(key):
+                result[key] = from_node(value_node, shown)
+            else:
+                check_tags(value_node)
+        return result
+
+
+def _templated(value: Any) -> bool:
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, dict):
+        return any(_templated(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_templated(v) for v in value)
+    return False
+
+
+class _Prefixed:
+    """Each variable's origins keyed by its full path, and whether it is a template: computed once per value,
+    since a group's values are shared by all its hosts."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[str, int], tuple[bool, dict[Any, Any]]] = {}
+
+    def __call__(self, key: str, var: Var) -> tuple[bool, dict[Any, Any]]:
+        found = self.cache.get((key, id(var)))
+        if found is None:
+            value, below = var
+            found = (_templated(value), {(key, *path): origin for path, origin in below.items()})
+            self.cache[(key, id(var))] = found
+        return found
+
+
+class _Resolved:
+    """Values, full-path origins and templated names of a set of variables (a host's groups, merged)."""
+
+    def __init__(self, data: dict[str, Var], prefixed: _Prefixed) -> None:
+        self.data = data
+        self.values: dict[str, Any] = {}
+        self.origins: dict[Any, Any] = {}
+        self.templated: set[str] = set()
+        for key, var in data.items():
+            templated, full = prefixed(key, var)
+            if templated:
+                self.templated.add(key)
+            self.values[key] = var[0]
+            self.origins.update(full)
+
+
+def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefixed) -> HostVars | None:
+    """The group-level values overridden by the host's own; None when a value is a template (Ansible renders it)."""
+    if base.templated - own.keys():
+        return None
+    values = dict(base.values)
+    origins = dict(base.origins)
+    for key, var in own.items():
+        if key in base.data:  # the host's value replaces the group's whole, origins below it included
+            for path in prefixed(key, base.data[key])[1]:
+                del origins[path]
+        templated, full = prefixed(key, var)
+        if templated:
+            return None
+        values[key] = var[0]
+        origins.update(full)
+    return HostVars(host=name, values=values, origins=origins)
+
+
+def load(sources: Sequence[str], *, allow_lookups: bool = False, checked: preflight.Preflight | None = None,
+         notes: list[Finding] | None = None) -> list[HostVars]:
+    """Every host with its pdlint variables, as the reference loader returns them. Raises Unsupported, LoadError.
+
+    `checked` is the preflight of these sources (run here when not given); group-name warnings go to notes.
+    Hosts with a templated value are rendered by the reference loader (ansible-core imported only then).
+    """
+    # The cyclic GC rescans the ever-growing heap of parsed nodes (no cycles among them): a third of the time at 10k.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(sources, allow_lookups, checked, notes)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Preflight | None,
+          notes: list[Finding] | None) -> list[HostVars]:
+    fast_config.check()
+    sources = [s if "," in s else os.path.abspath(s) for s in sources]
+    if checked is None:
+        try:
+            checked = preflight.check(sources)
+        except guard.Refused as exc:
+            raise preflight.LoadError(exc.finding) from None
+    if checked.encrypted:
+        raise Unsupported("vault-encrypted files")
+    files = _Files([s for s in sources if "," not in s], checked)
+    inv = Inventory()
+    for source in sources:
+        _source(inv, source, files)
+    inv.reconcile()
+    if notes is not None:
+        notes.extend(invalid_names(inv.groups, [s for s in sources if "," not in s]))
+    depth = inv.depths()
+    vars_files = _VarsFiles(sources, files)
+    ancestors = {g: inv.ancestors(g) for g in inv.groups}
+    by_groups: dict[tuple[str, ...], _Resolved] = {}
+    prefixed = _Prefixed()
+    result: list[HostVars | None] = []
+    for name in sorted(inv.hosts):
+        host = inv.hosts[name]
+        member = set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
+        groups = tuple(sorted(member, key=lambda g: (depth[g], inv.groups[g].priority, g)))
+        if groups not in by_groups:
+            # Ansible's default VARIABLE_PRECEDENCE: inventory-file vars of all, then of the host's groups, then
+            # the group_vars/ files of all, then of the groups; groups in (depth, priority, name) order.
+            data = dict(inv.groups["all"].vars)
+            for g in groups:
+                data.update(inv.groups[g].vars)
+            data.update(vars_files.of("group_vars", ["all"]))
+            data.update(vars_files.of("group_vars", groups))
+            by_groups[groups] = _Resolved(data, prefixed)
+        own = dict(host.vars)
+        own.update(vars_files.of("host_vars", [name]))
+        result.append(_host_vars(name, by_groups[groups], own, prefixed))
+    templated = {name for name, hv in zip(sorted(inv.hosts), result) if hv is None}
+    if templated:
+        from . import reference
+
+        rendered = iter(reference.load(sources, allow_lookups=allow_lookups, only=templated, checked=checked))
+        return [hv if hv is not None else next(rendered) for hv in result]
+    return [hv for hv in result if hv is not None]

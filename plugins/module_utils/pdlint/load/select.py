@@ -1,0 +1,52 @@
+"""Pick the loader: fast unless it does not cover the inventory (then ansible-core's, with a note).
+
+Both start from one preflight over every file (limits, dynamic sources, duplicate keys), so a hostile
+file is refused the same way whichever loader reads the rest.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from ..finding import Finding
+from ..hostvars import HostVars
+from . import guard, preflight
+
+LOADERS = ("fast", "ansible")
+
+
+def _note(text: str) -> None:
+    sys.stderr.write(f"pdlint: info: {text}\n")
+
+
+def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = False, allow_plugins: bool = False,
+         limits: guard.Limits | None = None, vault_password_file: str | None = None,
+         notes: list[Finding] | None = None, note: Callable[[str], None] = _note) -> list[HostVars]:
+    """The inventory's hosts from the chosen loader; `fast` falls back to `ansible` when it must. Raises LoadError.
+
+    File-level warnings (duplicate keys, group names, files left encrypted) are appended to notes.
+    """
+    sources = [s if "," in s else os.path.abspath(s) for s in sources]
+    notes = notes if notes is not None else []
+    try:
+        checked = preflight.check(sources, limits, allow_dynamic=allow_plugins)
+    except guard.Refused as exc:
+        raise preflight.LoadError(exc.finding) from None
+    notes.extend(checked.findings)
+    if loader == "fast":
+        from . import fast
+
+        try:
+            if allow_plugins:
+                raise fast.Unsupported("dynamic inventories are allowed")
+            found: list[Finding] = []
+            hosts = fast.load(sources, allow_lookups=allow_lookups, checked=checked, notes=found)
+            notes.extend(found)
+            return hosts
+        except fast.Unsupported as exc:
+            note(f"the fast loader does not cover this inventory ({exc}); using ansible-core's loader")
+    from . import reference
+
+    return reference.load(sources, allow_lookups=allow_lookups, allow_plugins=allow_plugins, limits=limits,
+                          vault_password_file=vault_password_file, notes=notes, checked=checked)
