@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from ..finding import Finding, Origin
+from .paths import display_path
 
 VAULT_HEADER = b"$ANSIBLE_VAULT;"
 
@@ -36,7 +37,7 @@ class Refused(Exception):
 
 def refuse(path: str, message: str, hint: str | None = None, line: int | None = None,
            column: int | None = None) -> Refused:
-    return Refused(Finding(Origin(path, line, column), "load-error", "error", message, hint))
+    return Refused(Finding(Origin(display_path(path), line, column), "load-error", "error", message, hint))
 
 
 def text_of(data: bytes, path: str, limits: Limits) -> str:
@@ -107,7 +108,7 @@ def scan_yaml(text: str, path: str, limits: Limits) -> Scan:
             mark = event.start_mark
             if first is not None:
                 result.duplicates.append(Finding(
-                    Origin(path, mark.line + 1, mark.column + 1), "yaml[key-duplicates]", "warning",
+                    Origin(display_path(path), mark.line + 1, mark.column + 1), "yaml[key-duplicates]", "warning",
                     f"duplicate key {key!r} (first at line {first}): Ansible silently keeps the later value",
                     "remove one of the two keys"))
             else:
@@ -116,26 +117,30 @@ def scan_yaml(text: str, path: str, limits: Limits) -> Scan:
                     result.top_keys.append(key)
         parent.at_key = not parent.at_key
 
+    scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
+    starts = {yaml.MappingStartEvent: True, yaml.SequenceStartEvent: False}
+    ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     try:
         for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            kind = type(event)  # the most frequent events first: this loop runs once per YAML node
+            if kind is scalar:
+                count(1, event)
+                if event.anchor:
+                    anchors[event.anchor] = 1
+                place(1, event, event.value if event.implicit[0] or event.tag is None else None)
+            elif kind in starts:
                 if len(stack) >= limits.max_depth:
                     mark = event.start_mark
                     raise refuse(path, f"YAML nested deeper than {limits.max_depth} levels",
                                  "flatten the structure", mark.line + 1, mark.column + 1)
                 count(1, event)
-                stack.append(_Collection(isinstance(event, yaml.MappingStartEvent), event.anchor, event))
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                stack.append(_Collection(starts[kind], event.anchor, event))
+            elif kind in ends:
                 done = stack.pop()
                 if done.anchor:
                     anchors[done.anchor] = done.size
                 place(done.size, done.start, None)
-            elif isinstance(event, yaml.ScalarEvent):
-                count(1, event)
-                if event.anchor:
-                    anchors[event.anchor] = 1
-                place(1, event, event.value if event.implicit[0] or event.tag is None else None)
-            elif isinstance(event, yaml.AliasEvent):
+            elif kind is alias:
                 size = anchors.get(event.anchor, 1)
                 count(size, event)
                 place(size, event, None)
@@ -143,8 +148,8 @@ def scan_yaml(text: str, path: str, limits: Limits) -> Scan:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
         result.syntax_error = Finding(
-            Origin(path, mark.line + 1 if mark else None, mark.column + 1 if mark else None), "load-error", "error",
+            Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None), "load-error", "error",
             f"YAML syntax error: {problem}", "fix the YAML syntax at this position")
     except yaml.YAMLError as exc:
-        result.syntax_error = Finding(Origin(path), "load-error", "error", f"YAML error: {exc}")
+        result.syntax_error = Finding(Origin(display_path(path)), "load-error", "error", f"YAML error: {exc}")
     return result

@@ -9,6 +9,7 @@ configurations are refused unless the user allows dynamic inventories.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import re
 import stat
@@ -55,15 +56,15 @@ class _Walk:
         """(path, chain of real directories) of a directory's entries, sorted; symlink loops refused."""
         real = os.path.realpath(directory)
         if real in chain:
-            raise refuse(display_path(directory), "symlink loop: this directory contains itself",
+            raise refuse(directory, "symlink loop: this directory contains itself",
                          "remove the symlink that points back up the tree")
         try:
             names = sorted(os.listdir(directory))
         except OSError as exc:
-            raise refuse(display_path(directory), f"cannot list directory: {exc.strerror}") from None
+            raise refuse(directory, f"cannot list directory: {exc.strerror}") from None
         self.seen += len(names)
         if self.seen > self.limits.max_files:
-            raise refuse(display_path(directory), f"more than {self.limits.max_files:,} files under the inventory",
+            raise refuse(directory, f"more than {self.limits.max_files:,} files under the inventory",
                          "point pdlint at the inventory itself, not a whole tree")
         for name in names:
             yield os.path.join(directory, name), (*chain, real)
@@ -75,11 +76,11 @@ def _regular(path: str) -> bool:
         mode = os.stat(path).st_mode
     except OSError as exc:
         kind = "symlink loop" if exc.errno == 40 else exc.strerror
-        raise refuse(display_path(path), f"cannot read: {kind}") from None
+        raise refuse(path, f"cannot read: {kind}") from None
     if stat.S_ISDIR(mode):
         return False
     if not stat.S_ISREG(mode):
-        raise refuse(display_path(path), "not a regular file (FIFO, device or socket): not read",
+        raise refuse(path, "not a regular file (FIFO, device or socket): not read",
                      "remove it from the inventory directory")
     return True
 
@@ -88,12 +89,12 @@ def _read(path: str, limits: Limits) -> bytes:
     try:
         size = os.path.getsize(path)
         if size > limits.max_file_bytes:
-            raise refuse(display_path(path), f"file is {size:,} bytes, over the {limits.max_file_bytes:,}-byte limit",
+            raise refuse(path, f"file is {size:,} bytes, over the {limits.max_file_bytes:,}-byte limit",
                          "raise the limit with --max-file-size if this file is genuine")
         with open(path, "rb") as fh:
             return fh.read(limits.max_file_bytes + 1)
     except OSError as exc:
-        raise refuse(display_path(path), f"cannot read file: {exc.strerror}") from None
+        raise refuse(path, f"cannot read file: {exc.strerror}") from None
 
 
 def _vars_files(base: str, walk: _Walk) -> Iterator[str]:
@@ -130,27 +131,37 @@ def _inventory_files(directory: str, chain: tuple[str, ...], walk: _Walk) -> Ite
 
 
 def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Preflight, limits: Limits) -> None:
-    shown = display_path(path)
     if data.startswith(b"#!") and os.access(path, os.X_OK):
         if not allow_dynamic:
-            raise refuse(shown, "executable inventory script: not run", ALLOW_DYNAMIC, 1, 1)
+            raise refuse(path, "executable inventory script: not run", ALLOW_DYNAMIC, 1, 1)
         return
     ext = os.path.splitext(path)[1]
     if ext and ext not in _YAML_EXT:
         return  # INI, TOML: no aliases; Ansible's parser reports its own errors
-    scan = guard.scan_yaml(text, shown, limits)
+    scan = guard.scan_yaml(text, path, limits)
     if scan.syntax_error is not None:
         if ext:
             raise Refused(scan.syntax_error)
         return  # no extension: Ansible tries YAML, then INI
     found.findings.extend(scan.duplicates)
     if "plugin" in scan.top_keys and not allow_dynamic:
-        raise refuse(shown, "inventory plugin configuration: dynamic inventory plugins are not loaded",
+        raise refuse(path, "inventory plugin configuration: dynamic inventory plugins are not loaded",
                      ALLOW_DYNAMIC, 1, 1)
 
 
 def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: bool = False) -> Preflight:
     """Check every file the sources would make Ansible read; raises guard.Refused for unusable ones."""
+    # The cyclic GC would rescan the growing heap of parser events on every collection (no cycles among them).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(sources, limits, allow_dynamic)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool) -> Preflight:
     limits = limits or Limits()
     walk = _Walk(limits)
     found = Preflight()
@@ -173,12 +184,12 @@ def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: b
         if data.lstrip().startswith(guard.VAULT_HEADER):
             found.encrypted.append(path)
             continue
-        text = guard.text_of(data, display_path(path), limits)
+        text = guard.text_of(data, path, limits)
         found.texts[path] = text
         if path in inventory_set:
             _inventory(path, text, data, allow_dynamic, found, limits)
             continue
-        scan = guard.scan_yaml(text, display_path(path), limits)
+        scan = guard.scan_yaml(text, path, limits)
         if scan.syntax_error is not None:
             raise Refused(scan.syntax_error)
         found.findings.extend(scan.duplicates)
@@ -204,8 +215,8 @@ def compose(path: str | os.PathLike[str], checked: Preflight | None = None, limi
         if text is None:
             limits = limits or Limits()
             if not _regular(path):
-                raise refuse(display_path(path), "is a directory, not a file")
-            text = guard.text_of(_read(path, limits), display_path(path), limits)
+                raise refuse(path, "is a directory, not a file")
+            text = guard.text_of(_read(path, limits), path, limits)
     except Refused as exc:
         raise LoadError(exc.finding) from None
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
