@@ -1,7 +1,6 @@
 """Finding and reading the configuration: `.pdlint.yaml` or `[tool.pdlint]`, from a directory up to the git root."""
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,8 @@ NAMES = (".pdlint.yaml", "pyproject.toml")
 
 
 def _pyproject_table(path: Path) -> dict[str, Any] | None:
+    import tomllib  # only when a pyproject.toml is found: the hook's cold start matters
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
