@@ -19,7 +19,7 @@ from ..hostvars import HostVars, is_relevant
 from . import fast_config, fast_yaml, guard, preflight
 from .groups import invalid_names
 from .fast_model import Inventory
-from .fast_values import Unsupported, Var, check_tags, from_json, from_node, scalar
+from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, scalar
 from .paths import display_path
 
 __all__ = ["Unsupported", "load"]
@@ -199,13 +199,8 @@ class _VarsFiles:
 
     @staticmethod
     def _mapping(node: Any, shown: str) -> dict[str, Var]:
-        if node.tag != "tag:yaml.org,2002:map":
-            raise Unsupported(f"YAML tag {node.tag}")
         result: dict[str, Var] = {}
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
-                raise Unsupported("YAML merge key or complex key")
-            key = scalar(key_node)
+        for key, value_node in items(node):
             if isinstance(key, str) and is_relevant(key):
                 result[key] = from_node(value_node, shown)
             else:

@@ -5,6 +5,7 @@ value (JSON files: the file only); booleans and null cannot carry a tag.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -26,6 +27,16 @@ _TOLERATED = {_MAP, _SEQ, _STR, *_CONSTRUCT, "!vault", "!unsafe"}
 
 class Unsupported(Exception):
     """Something the fast loader does not model: the reference loader must read this inventory."""
+
+
+def items(node: Any) -> Iterator[tuple[Any, Any]]:
+    """(key, value node) of a plain YAML mapping node; merge keys, complex keys and custom tags are Unsupported."""
+    if node.tag != "tag:yaml.org,2002:map":
+        raise Unsupported(f"YAML tag {node.tag}")
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            raise Unsupported("YAML merge key or complex key")
+        yield scalar(key_node), value_node
 
 
 def scalar(node: Any) -> Any:

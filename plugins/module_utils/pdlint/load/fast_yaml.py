@@ -7,7 +7,7 @@ import yaml
 
 from ..hostvars import is_relevant
 from .fast_model import Inventory, expand_hosts
-from .fast_values import Unsupported, Var, check_tags, from_json, from_node, scalar
+from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, scalar
 
 _SECTIONS = ("vars", "children", "hosts")
 
@@ -21,14 +21,7 @@ class _Nodes:
     def mapping(self, node: Any) -> dict[Any, Any] | None:
         if not isinstance(node, yaml.MappingNode):
             return None
-        if node.tag != "tag:yaml.org,2002:map":
-            raise Unsupported(f"YAML tag {node.tag}")
-        result: dict[Any, Any] = {}
-        for k, v in node.value:
-            if not isinstance(k, yaml.ScalarNode) or k.tag == "tag:yaml.org,2002:merge":
-                raise Unsupported("YAML merge key or complex key")
-            result[scalar(k)] = None if self.null(v) else v
-        return result
+        return {key: None if self.null(v) else v for key, v in items(node)}
 
     def null(self, node: Any) -> bool:
         return node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null")
