@@ -122,15 +122,13 @@ def _holds_vault(value: Any) -> bool:
     return False
 
 
-def _play_value(hostvars: Any, host: str, key: str) -> Any:
+def _play_value(view: Any, raw: Mapping[str, Any], key: str) -> Any:
     """One play variable, templated by Ansible; raw when it holds a !vault value (decrypted, or left
     unresolved, by plain() as in the CLI); Unresolved when Ansible cannot template it."""
-    raw_get = getattr(hostvars, "raw_get", None)
-    raw = raw_get(host).get(key) if raw_get is not None else None
-    if _holds_vault(raw):  # templating it inside a filter fails the whole template: read it raw
-        return raw
+    if _holds_vault(raw.get(key)):  # templating it inside a filter fails the whole template: read it raw
+        return raw[key]
     try:
-        value = hostvars[host][key]
+        value = view[key]
         if _Marker is None or not isinstance(value, _Marker):
             return value
         value.trip()  # a marker stands for a template error: raise it here
@@ -138,7 +136,15 @@ def _play_value(hostvars: Any, host: str, key: str) -> Any:
         return Unresolved(_reason(exc))
 
 
+def _play_host(hostvars: Any, name: str) -> HostVars:
+    # Each hostvars[name] / raw_get(name) runs the VariableManager for the host: once per host, not per key.
+    view = hostvars[name]
+    raw_get = getattr(hostvars, "raw_get", None)
+    raw = raw_get(name) if raw_get is not None else {}
+    raw = raw if isinstance(raw, Mapping) else {}
+    return host_vars(name, {k: _play_value(view, raw, k) for k in view if isinstance(k, str) and is_relevant(k)})
+
+
 def from_play(hostvars: Mapping[str, Any], names: list[str]) -> list[HostVars]:
     """The play's hostvars (templated by Ansible) for these hosts: the action plugin's and filter's loader."""
-    return [host_vars(name, {k: _play_value(hostvars, name, k) for k in hostvars[name]
-                             if isinstance(k, str) and is_relevant(k)}) for name in names]
+    return [_play_host(hostvars, name) for name in names]
