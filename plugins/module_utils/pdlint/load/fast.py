@@ -25,9 +25,6 @@ from .paths import display_path
 __all__ = ["Unsupported", "load"]
 
 _YAML_EXT = (".yml", ".yaml", ".json")
-# manager.IGNORED with the default INVENTORY_IGNORE_EXTS (REJECT_EXTS + .orig, .cfg, .retry).
-_IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
-_IGNORED_EXT = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst", ".orig", ".cfg", ".retry")
 
 
 class _Files:
@@ -103,7 +100,7 @@ def _source(inv: Inventory, source: str, files: _Files) -> None:
         _inventory_file(inv, source, files)
         return
     for name in sorted(os.listdir(source)):
-        if name.startswith(".") or name in _IGNORED_NAMES or name.endswith(_IGNORED_EXT):
+        if preflight.ignored(name):
             continue
         full = os.path.join(source, name)
         if os.path.isdir(full):

@@ -118,11 +118,16 @@ def _vars_tree(directory: str, chain: tuple[str, ...], walk: _Walk) -> Iterator[
             yield path
 
 
+def ignored(name: str) -> bool:
+    """An entry of an inventory directory that ansible-core's InventoryManager skips."""
+    return bool(_IGNORED_NAMES.search(name)) or name.endswith(_IGNORED_EXTS)
+
+
 def _inventory_files(directory: str, chain: tuple[str, ...], walk: _Walk) -> Iterator[str]:
     """Files of a directory source, as ansible-core's InventoryManager walks it."""
     for path, inner in walk.entries(directory, chain):
         name = os.path.basename(path)
-        if _IGNORED_NAMES.search(name) or name.endswith(_IGNORED_EXTS):
+        if ignored(name):
             continue
         if _regular(path):
             yield path
