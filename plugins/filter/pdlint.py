@@ -5,7 +5,8 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, moriio, pairing
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, pairing
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.vllm import moriio
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import tagged
 
 

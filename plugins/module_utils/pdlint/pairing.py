@@ -1,27 +1,15 @@
-"""Rule math for templates: which remote ranks a rank reads, and whether a TP pair is valid."""
+"""Rule math for templates: whether a TP pair is valid (and, from the vllm layer, which ranks a rank reads)."""
 from __future__ import annotations
 
 from typing import Any
 
-from . import connectors, moriio
 from .build import build
 from .hostvars import HostVars
 from .rules import CHECKS
+from .vllm.ranks import remote_ranks  # noqa: F401 - the filters' entry point
 
 _CONNECTOR = {"moriio": "MoRIIOConnector", "nixl": "NixlConnector", "mooncake": "MooncakeConnector",
               "p2p-nccl": "P2pNcclConnector"}
-
-
-def remote_ranks(local_rank: int, local_tp: int, remote_tp: int, connector: str = "moriio") -> list[int]:
-    """Remote TP ranks a local rank exchanges KV with (MoRIIO rank map, or NIXL handshake_target_ranks)."""
-    if connector == "moriio":
-        return [moriio.remote_tp_rank(local_rank, local_tp, remote_tp)]
-    if not connectors.tp_ratio_ok(local_tp, remote_tp):
-        raise ValueError(f"TP sizes {local_tp} and {remote_tp} are not multiples of each other")
-    if local_tp >= remote_tp:  # kv_connector/utils.py TransferTopology.handshake_target_ranks
-        return [local_rank // (local_tp // remote_tp)]
-    ratio = remote_tp // local_tp
-    return [local_rank * ratio + i for i in range(ratio)]
 
 
 def tp_pair_findings(prefill_tp: int, decode_tp: int, connector: str = "moriio", num_kv_heads: int | None = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .extra_keys import CONNECTORS, ConnectorKeys, Key
+from .vllm.extra_keys import CONNECTORS, ConnectorKeys, Key
 from .spec import HOST_ONLY, KV_TRANSFER_CONFIG, SKIP, TEMPLATE, VARIABLES, Var, host_var
 
 SCHEMA_ID = "https://pdlint.dev/schemas/pdlint-vars.schema.json"

@@ -5,7 +5,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from .. import connectors
+from ..vllm import registry as connectors
 from ..model import Instance, Topology
 from .base import Hit, hit, rule, words
 

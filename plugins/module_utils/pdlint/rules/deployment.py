@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import connectors
+from ..vllm import registry as connectors
 from ..model import Topology
 from .base import Hit, hit, rule
 

@@ -3,12 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import connectors, moriio
 from ..model import Topology
-from .base import Hit, hit, rule
-from .pairs import pairs
-
-_TP = "tensor_parallel_size"
+from .base import Hit, rule
+from .pairs import problem_hits
 
 
 @rule("kv-heads[moriio-replicated]")
@@ -65,17 +62,7 @@ def moriio_replicated(topo: Topology) -> Iterator[Hit]:
                 kv_role: kv_consumer
                 kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
     """
-    for p, d, lp, ld in pairs(topo, "moriio", _TP):
-        k, mla = lp.facts.kv_heads, lp.facts.mla
-        if k is None or mla is None or not (moriio.read_mode(lp.extra) and moriio.read_mode(ld.extra)):
-            continue
-        if not connectors.tp_ratio_ok(lp.tp, ld.tp) or moriio.kv_heads_ok(ld.tp, lp.tp, k, mla):
-            continue
-        small = "prefill" if lp.tp < ld.tp else "decode"
-        yield hit(d if small == "decode" else p, (_TP,),
-                  f"MoRIIO heterogeneous TP (prefill {lp.tp}, decode {ld.tp}) needs KV heads replicated on both "
-                  f"sides, but {small} TP {min(lp.tp, ld.tp)} < {k} KV heads",
-                  f"use {small} TP >= {k}, or equal TP on both sides", also=(p, d))
+    yield from problem_hits(topo, "kv-heads[moriio-replicated]")
 
 
 @rule("kv-heads[nixl-prefill-replicated]")
@@ -110,15 +97,4 @@ def nixl_prefill_replicated(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 16}
             d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 4}
     """
-    for p, d, lp, ld in pairs(topo, "nixl", _TP):
-        k, mla, ssm = lp.facts.kv_heads, lp.facts.mla, lp.facts.ssm
-        if k is None or mla is None or mla or ssm:
-            continue
-        push = connectors.is_push(lp)
-        writer, reader = (lp, ld) if not push else (ld, lp)
-        wside, rside = ("prefill", "decode") if not push else ("decode", "prefill")
-        if writer.tp > reader.tp and writer.tp > k and connectors.tp_ratio_ok(lp.tp, ld.tp):
-            yield hit(p if not push else d, (_TP,),
-                      f"{wside} TP {writer.tp} > {rside} TP {reader.tp} and > {k} KV heads: {wside}'s KV heads "
-                      f"are replicated and NIXL cannot split them for {rside}",
-                      f"use {wside} TP <= {max(k, reader.tp)}, or equal TP on both sides", also=(p, d))
+    yield from problem_hits(topo, "kv-heads[nixl-prefill-replicated]")

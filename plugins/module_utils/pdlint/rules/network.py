@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import connectors
+from ..vllm import registry as connectors
 from ..model import Instance, Topology
-from ..ports import Bind, binds
+from ..vllm.ports import Bind, binds
 from .base import Hit, hit, rule
 
 

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import connectors
 from ..model import Engine, Instance, Topology
+from ..vllm import pair as vpair
+from ..vllm import registry as connectors
+from .base import Hit, hit
+from .hints import tp_hint
 
 
 def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[tuple[Engine, Engine, Instance, Instance]]:
@@ -22,3 +25,19 @@ def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[
             for d, ld, dc in decode:
                 if pc == dc:  # a different class is deployment[connector]'s to report
                     yield p, d, lp, ld
+
+
+_NEEDS = ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "kv_connector_extra_config", "version")
+
+
+def problem_hits(topo: Topology, rule_id: str) -> Iterator[Hit]:
+    """The vllm layer's problems of every pair that rule_id reports, at the value to change, with a working hint."""
+    kinds = ("nixl", "moriio", "mooncake", "p2p-nccl")
+    for p, d, lp, ld in pairs(topo, kinds, *_NEEDS):
+        sp, sd = vpair.Side.of(lp), vpair.Side.of(ld)
+        for problem in vpair.problems(sp, sd):
+            if problem.rule != rule_id:
+                continue
+            where, inst = (p, lp) if problem.side == "prefill" else (d, ld)
+            hint = problem.hint if problem.hint is not None or not problem.tp_fix else tp_hint(p, d, sp, sd)
+            yield hit(where, problem.fields, problem.message, hint, also=(p, d))

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import connectors
+from ..vllm import registry as connectors
 from ..model import Instance, Topology
 from .base import Hit, hit, rule
-from .pairs import pairs
+from .pairs import pairs, problem_hits
 
 _DTYPE = {"half": "float16", "float": "float32"}
 _PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
@@ -232,27 +232,4 @@ def block_size(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_block_size: 64}
             d1: {vllm_pd_role: decode, vllm_block_size: 16}
     """
-    for p, d, lp, ld in pairs(topo, _PAIRED):
-        bp, bd = lp.block_size, ld.block_size
-        if bp is None or bd is None or bp == bd:
-            continue
-        kind = connectors.kind(lp)
-        if kind == "nixl":
-            push = connectors.is_push(lp)
-            reader, remote = (bd, bp) if not push else (bp, bd)
-            split = not lp.facts.mla and not lp.facts.ssm and (lp.tp > ld.tp if not push else ld.tp > lp.tp)
-            if split:
-                why = "NIXL needs equal block sizes when prefill TP > decode TP" if not push else \
-                    "NIXL push needs equal block sizes when decode TP > prefill TP"
-            elif reader % remote:
-                side = "decode" if not push else "prefill"
-                why = f"NIXL needs the {side} block size to be a multiple of the other side's"
-            else:
-                continue
-        elif kind in ("moriio", "mooncake"):
-            why = f"{lp.connector} pairs blocks one to one, so block sizes must be equal"
-        else:
-            continue
-        yield hit(d, ("block_size",), f"decode block size {bd} vs prefill block size {bp}: {why}",
-                  f"use block size {bp} on decode" if kind != "nixl" or bp < bd else f"use block size {bp} on both sides",
-                  also=(p,))
+    yield from problem_hits(topo, "pd-mismatch[block-size]")

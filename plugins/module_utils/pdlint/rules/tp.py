@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..connectors import nearest
+from ..vllm import parallel
+from ..vllm.registry import nearest
 from ..model import Instance, Topology
 from .base import Hit, hit, rule, words
 
@@ -16,8 +17,7 @@ def _divisors_near(total: int, near: int) -> list[int]:
 
 
 def _kv_split_ok(tp: int, kv_heads: int) -> bool:
-    """QKVParallelLinear: replicate KV heads when TP >= K (TP % K == 0), else split them (K % TP == 0)."""
-    return tp % kv_heads == 0 if tp >= kv_heads else kv_heads % tp == 0
+    return parallel.kv_split_ok(tp, kv_heads, False)
 
 
 @rule("tp[heads]")

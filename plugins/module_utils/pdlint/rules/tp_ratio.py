@@ -3,23 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import moriio
-from ..connectors import nearest_valid, tp_ratio_ok
 from ..model import Topology
-from .base import Hit, hit, rule, words
-from .pairs import pairs
-
-_TP = "tensor_parallel_size"
-
-
-def _ratio_hits(topo: Topology, kind: str, label: str) -> Iterator[Hit]:
-    for p, d, lp, ld in pairs(topo, kind, _TP):
-        if not tp_ratio_ok(lp.tp, ld.tp):
-            big, small = ("decode", "prefill") if ld.tp > lp.tp else ("prefill", "decode")
-            yield hit(d, (_TP,), f"{big} TP {max(lp.tp, ld.tp)} is not a multiple of {small} TP "
-                      f"{min(lp.tp, ld.tp)} ({label} pairs ranks by whole ratios)",
-                      f"use decode TP {words(nearest_valid(lp.tp, ld.tp))}", also=(p,))
-
+from .base import Hit, rule
+from .pairs import problem_hits
 
 @rule("tp-ratio[moriio]")
 def moriio_ratio(topo: Topology) -> Iterator[Hit]:
@@ -74,16 +60,7 @@ def moriio_ratio(topo: Topology) -> Iterator[Hit]:
                 kv_role: kv_consumer
                 kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
     """
-    for p, d, lp, ld in pairs(topo, "moriio", _TP):
-        if tp_ratio_ok(lp.tp, ld.tp):
-            continue
-        valid = words(nearest_valid(lp.tp, ld.tp))
-        if ld.tp > lp.tp:
-            message = (f"decode TP {ld.tp} is not a multiple of prefill TP {lp.tp} "
-                       f"(MoRIIO needs {ld.tp}/{lp.tp} acks)")
-        else:
-            message = f"prefill TP {lp.tp} is not a multiple of decode TP {ld.tp} (MoRIIO rank map)"
-        yield hit(d, (_TP,), message, f"use decode TP {valid}", also=(p,))
+    yield from problem_hits(topo, "tp-ratio[moriio]")
 
 
 @rule("tp-ratio[moriio-write]")
@@ -138,14 +115,7 @@ def moriio_write(topo: Topology) -> Iterator[Hit]:
                 kv_role: kv_consumer
                 kv_connector_extra_config: {http_port: 8000}
     """
-    for p, d, lp, ld in pairs(topo, "moriio", _TP):
-        write = not (moriio.read_mode(lp.extra) and moriio.read_mode(ld.extra))
-        if write and lp.tp != ld.tp and tp_ratio_ok(lp.tp, ld.tp):
-            yield hit(d, (_TP, "extra.read_mode"),
-                      f"MoRIIO write mode with prefill TP {lp.tp} and decode TP {ld.tp}: write-mode "
-                      "notifications only line up when the TP sizes are equal",
-                      f"set kv_connector_extra_config.read_mode: \"true\" on both sides, or use decode TP {lp.tp}",
-                      also=(p,))
+    yield from problem_hits(topo, "tp-ratio[moriio-write]")
 
 
 @rule("tp-ratio[nixl]")
@@ -178,7 +148,7 @@ def nixl(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4}
             d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 6}
     """
-    yield from _ratio_hits(topo, "nixl", "NIXL")
+    yield from problem_hits(topo, "tp-ratio[nixl]")
 
 
 @rule("tp-ratio[mooncake]")
@@ -220,7 +190,7 @@ def mooncake(topo: Topology) -> Iterator[Hit]:
               vllm_tensor_parallel_size: 6
               vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_consumer}
     """
-    yield from _ratio_hits(topo, "mooncake", "Mooncake")
+    yield from problem_hits(topo, "tp-ratio[mooncake]")
 
 
 @rule("tp-ratio[p2p-nccl]")
@@ -263,12 +233,4 @@ def p2p_nccl(topo: Topology) -> Iterator[Hit]:
               vllm_kv_transfer_config: {kv_connector: P2pNcclConnector, kv_role: kv_consumer,
                                         kv_connector_module_path: my_connectors.p2p}
     """
-    for p, d, lp, ld in pairs(topo, "p2p-nccl", _TP, "pipeline_parallel_size"):
-        if lp.tp != ld.tp:
-            yield hit(d, (_TP,), f"P2pNccl needs equal TP, got prefill TP {lp.tp} and decode TP {ld.tp}",
-                      f"use decode TP {lp.tp}", also=(p,))
-        for engine, inst in ((p, lp), (d, ld)):
-            if inst.pp > 1:
-                yield hit(engine, ("pipeline_parallel_size",),
-                          f"P2pNccl does not support pipeline parallelism (PP {inst.pp})",
-                          "use pipeline_parallel_size 1")
+    yield from problem_hits(topo, "tp-ratio[p2p-nccl]")

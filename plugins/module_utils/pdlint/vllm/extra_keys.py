@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .spec import INT_STRING, PORT, int_schema
+from ..spec import INT_STRING, PORT, int_schema
 
 
 @dataclasses.dataclass(frozen=True)

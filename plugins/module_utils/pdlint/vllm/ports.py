@@ -4,8 +4,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from . import connectors, moriio
-from .model import Instance
+from . import moriio
+from . import registry as connectors
+from ..model import Instance
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,53 @@
+"""Hints that work: TP sizes found by asking the same checks the rules ask, never a formula of their own."""
+from __future__ import annotations
+
+import dataclasses
+
+from ..model import Engine, Instance
+from ..vllm import pair as vpair
+from ..vllm import parallel
+from ..vllm.registry import nearest
+from .base import words
+
+_LIMIT = 256  # the largest TP size a hint considers
+
+
+def _fits(inst: Instance, tp: int) -> bool:
+    """The engine passes its own checks at TP tp: heads, KV-head split, and the node's GPUs."""
+    facts = inst.facts
+    if not (parallel.heads_ok(tp, facts.heads) and parallel.kv_split_ok(tp, facts.kv_heads, facts.mla)):
+        return False
+    if inst.gpu_count is not None:
+        return tp * inst.pp * inst.dp_local <= inst.gpu_count * max(inst.nnodes, 1)
+    return True
+
+
+def _solves(problems: tuple[vpair.Problem, ...], remaining: frozenset[str]) -> bool:
+    """No problem left but those no TP size causes or fixes (a block-size mismatch, say)."""
+    return all(not pr.tp_fix and pr.rule in remaining for pr in problems)
+
+
+def valid_tp(engine: Engine, side: vpair.Side, other: vpair.Side, near: int) -> list[int]:
+    """TP sizes for side (near its current one) with which the pair has no TP problem in its release."""
+    lead = engine.lead
+    now = vpair.problems(*((side, other) if side.role == "prefill" else (other, side)))
+    remaining = frozenset(pr.rule for pr in now if not pr.tp_fix)
+    found = []
+    for tp in range(1, _LIMIT + 1):
+        if not _fits(lead, tp):
+            continue
+        moved = dataclasses.replace(side, tp=tp)
+        if _solves(vpair.problems(*((moved, other) if side.role == "prefill" else (other, moved))), remaining):
+            found.append(tp)
+    return nearest(found, near)
+
+
+def tp_hint(p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side) -> str | None:
+    """"use decode TP 4 or 8", else a prefill TP, else None when no TP size fixes the pair."""
+    decode = valid_tp(d, sd, sp, sd.tp)
+    if decode:
+        return f"use decode TP {words(decode)}"
+    prefill = valid_tp(p, sp, sd, sp.tp)
+    if prefill:
+        return f"use prefill TP {words(prefill)}"
+    return None
