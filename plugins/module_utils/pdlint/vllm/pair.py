@@ -9,11 +9,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from ..model import Instance
 from . import registry
-from .releases import DEFAULT, Release, resolve
+from .releases import DEFAULT, Release, Timeline, resolve
+
+T = TypeVar("T")
+# rule id -> the timelines that decide it, for `pdlint rules ID` and docs/rules-provenance.md.
+HISTORY: dict[str, list[Timeline[Any]]] = {}
+
+
+def history(rule_id: str, timeline: Timeline[T]) -> Timeline[T]:
+    """Declare that timeline decides (part of) rule_id, so the rule's docs show it span by span."""
+    HISTORY.setdefault(rule_id, []).append(timeline)
+    return timeline
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +102,12 @@ def problems(prefill: Side, decode: Side) -> tuple[Problem, ...]:
     _load_families()
     check = _FAMILIES.get(registry.kind_of(prefill.connector) or "")
     return tuple(check(prefill, decode)) if check else ()
+
+
+def timelines(rule_id: str) -> list[Timeline[Any]]:
+    """The timelines declared for rule_id by the family modules."""
+    _load_families()
+    return HISTORY.get(rule_id, [])
 
 
 def _load_families() -> None:

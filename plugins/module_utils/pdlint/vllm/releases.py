@@ -123,14 +123,19 @@ class Step(Generic[T]):
     since: Release
     value: T
     source: str
+    doc: str = ""  # what the release does, for `pdlint rules ID` (default: the value)
+
+    @property
+    def text(self) -> str:
+        return self.doc or str(self.value)
 
 
 class Timeline(Generic[T]):
     """A fact that changes across releases: steps in release order, the first at or before every known release."""
 
-    def __init__(self, what: str, *steps: tuple[str, T, str]) -> None:
+    def __init__(self, what: str, *steps: tuple[str, T, str] | tuple[str, T, str, str]) -> None:
         self.what = what
-        self.steps = tuple(Step(R(since), value, source) for since, value, source in steps)
+        self.steps = tuple(Step(R(step[0]), *step[1:]) for step in steps)  # type: ignore[arg-type]
         assert list(self.steps) == sorted(self.steps, key=lambda s: s.since), what
 
     def step(self, release: Release) -> Step[T]:
