@@ -3,5 +3,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-# The vLLM release whose source the rules follow (see docs/rules-provenance.md).
-NEWEST_VLLM = "0.32.0"
+# The newest vLLM release whose source the rules follow, applied where no vllm_version is set
+# (vllm/releases.py lists every release covered; docs/rules-provenance.md cites the source).
+NEWEST_VLLM = "0.33.0"
