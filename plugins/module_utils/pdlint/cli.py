@@ -70,9 +70,20 @@ def _parser() -> argparse.ArgumentParser:
                     help="refuse inventory and vars files larger than this (suffix K, M or G; default 8M)")
     ap.add_argument("--loader", choices=("fast", "ansible"), default="fast",
                     help="inventory loader: fast (default; falls back to ansible-core's when it must) or ansible")
+    ap.add_argument("--vllm-version", type=_release, metavar="RELEASE",
+                    help="vLLM release for hosts whose inventory and config file set no vllm_version "
+                         f"(default: the newest known, {NEWEST_VLLM}; see `pdlint versions`)")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     ap.add_argument("--version", action="version", version=f"pdlint {__version__} (vLLM rules: {NEWEST_VLLM})")
     return ap
+
+
+def _release(text: str) -> str:
+    from .vllm import releases
+
+    if releases.parse(text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a vLLM release (e.g. 0.32.0; see `pdlint versions`)")
+    return text
 
 
 def _default_inventory() -> list[str]:
@@ -109,7 +120,10 @@ def _rules(ids: Sequence[str]) -> int:
         if not found:
             sys.stderr.write(f"pdlint: error: no rule {rule_id!r} (see `pdlint rules`)\n")
             return 2
-        sys.stdout.write("\n".join(f"{r.id} ({r.severity})\n\n{r.doc}\n" for r in found))
+        from .docs import release_table
+
+        sys.stdout.write("\n".join(f"{r.id} ({r.severity})\n\n{r.doc}\n\n{release_table(r.id)}".rstrip() + "\n"
+                                   for r in found))
     return 0
 
 
@@ -122,6 +136,8 @@ def _config(args: argparse.Namespace) -> Config:
         config = dataclasses.replace(config, ignore=names(args.ignore.split(","), "--ignore", "pdlint"))
     if args.strict is not None:
         config = dataclasses.replace(config, strict=args.strict)
+    if args.vllm_version is not None and config.vllm_version is None:  # the inventory and config file come first
+        config = dataclasses.replace(config, vllm_version=args.vllm_version, version_source="--vllm-version")
     return config
 
 
@@ -153,6 +169,7 @@ def _lint(args: argparse.Namespace) -> int:
     findings: list[Finding] = []
     suppressed: list[Finding] = []
     hosts = deployments = 0
+    assumed = False
     for sources in groups:
         notes: list[Finding] = []
         try:
@@ -173,11 +190,13 @@ def _lint(args: argparse.Namespace) -> int:
         suppressed.extend(result.suppressed)
         hosts += len(loaded)
         deployments += len(result.topology.deployments)
+        assumed = assumed or any("version" not in i.origins for i in result.topology.instances)
     findings.sort()
     suppressed.sort()
     sys.stdout.write(report.REPORTERS[fmt](findings, suppressed if args.show_suppressed else None))
     if fmt in ("text", "github"):
-        sys.stdout.write(report.summary(findings, hosts, deployments, time.perf_counter() - started, len(suppressed)))
+        sys.stdout.write(report.summary(findings, hosts, deployments, time.perf_counter() - started, len(suppressed),
+                                        assumed=NEWEST_VLLM if assumed else None))
     failing = ("error", "warning") if config.strict else ("error",)
     return 1 if any(f.severity in failing for f in findings) else 0
 
@@ -188,6 +207,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] == "rules" and not os.path.exists("rules"):
             return _rules(argv[1:])
+        if argv and argv[0] == "versions" and not os.path.exists("versions"):
+            from .versions import listing
+
+            sys.stdout.write(listing())
+            return 0
         if argv and argv[0] == "schema" and not os.path.exists("schema"):
             sys.stdout.write(schema.dumps())
             return 0

@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from .finding import SEVERITIES, Finding
 from .rules import REGISTRY
+from .vllm import releases
 
 KEYS = ("select", "ignore", "severity", "vllm_version", "strict")
-_VERSION = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9]+)?")
 
 
 class ConfigError(ValueError):
@@ -25,6 +24,7 @@ class Config:
     vllm_version: str | None = None
     strict: bool = False
     source: str | None = None  # the file it came from, for messages and origins
+    version_source: str | None = None  # where vllm_version came from when not the file (--vllm-version)
 
 
 DEFAULT = Config()
@@ -98,8 +98,8 @@ def parse(data: Any, source: str, table: str = "") -> Config:
     if unknown:
         raise ConfigError(f"{source}: {table}{unknown[0]}: unknown key (known: {', '.join(KEYS)})")
     version = data.get("vllm_version")
-    if version is not None and not (isinstance(version, str) and _VERSION.match(version)):
-        raise ConfigError(f"{source}: {table}vllm_version: expected a release such as \"0.32.0\", got {version!r}")
+    if version is not None and not (isinstance(version, str) and releases.parse(version)):
+        raise ConfigError(f"{source}: {table}vllm_version: expected a release such as \"0.32.0\" (see `pdlint versions`), got {version!r}")
     strict = data.get("strict", False)
     if not isinstance(strict, bool):
         raise ConfigError(f"{source}: {table}strict: expected true or false, got {strict!r}")

@@ -2,6 +2,15 @@
 from __future__ import annotations
 
 from .rules import REGISTRY
+from .vllm import pair, registry
+from .vllm.releases import KNOWN
+
+# Rules that do not depend on the vLLM release (pdlint's own input checks, or facts of the inventory itself).
+SAME_IN_EVERY_RELEASE = frozenset((
+    "schema", "load-error", "unresolved", "yaml[key-duplicates]", "inventory[group-name]", "skip[unused]",
+    "skip[unknown]", "model-facts", "vllm-version[unknown]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
+    "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]",
+))
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 
@@ -19,3 +28,20 @@ def splice(readme: str) -> str:
     head, _, rest = readme.partition(START)
     _, _, tail = rest.partition(END)
     return f"{head}{START}\n{rule_table()}{END}{tail}"
+
+
+def release_table(rule_id: str) -> str:
+    """How rule_id behaves across the releases pdlint knows: one row per span of each deciding timeline."""
+    every = f"{KNOWN[0]} - {KNOWN[-1]}"
+    if rule_id == "connector[unknown]":
+        return f"Across vLLM releases: the registered names differ by release ({every}); `pdlint versions` lists them.\n"
+    timelines = pair.timelines(rule_id) + registry.timelines(rule_id)
+    if not timelines:
+        if rule_id in SAME_IN_EVERY_RELEASE:
+            return f"Across vLLM releases: the same in every release pdlint knows ({every}).\n"
+        return ""
+    rows = ["Across vLLM releases:", "", "| releases | what vLLM does | source |", "|---|---|---|"]
+    for timeline in timelines:
+        for span, step in timeline.spans():
+            rows.append(f"| {span} | {timeline.what}: {step.text} | {step.source} |".replace("\n", " "))
+    return "\n".join(rows) + "\n"

@@ -51,10 +51,10 @@ class Result:
 
 
 def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars]:
-    """Hosts without vllm_version get the configured default, its origin the config file."""
+    """Hosts without vllm_version get the configured default, its origin the config file (or --vllm-version)."""
     if config.vllm_version is None:
         return list(hosts)
-    origin = Origin(config.source or "")
+    origin = Origin(config.version_source or config.source or "")
     return [hv if "vllm_version" in hv.values else dataclasses.replace(
         hv, values={**hv.values, "vllm_version": config.vllm_version},
         origins={**hv.origins, ("vllm_version",): origin}) for hv in hosts]

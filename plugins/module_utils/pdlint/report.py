@@ -54,9 +54,15 @@ Reporter = Callable[[Sequence[Finding], Sequence[Finding] | None], str]
 REPORTERS: dict[str, Reporter] = {"text": text, "json": as_json, "sarif": _sarif, "github": _github}
 
 
-def summary(findings: Sequence[Finding], hosts: int, deployments: int, seconds: float, suppressed: int = 0) -> str:
-    """`pdlint: 2 errors, 1 warning (3 suppressed) in 6 hosts, 3 deployments (0.31 s)`."""
+def summary(findings: Sequence[Finding], hosts: int, deployments: int, seconds: float, suppressed: int = 0,
+            assumed: str | None = None) -> str:
+    """`pdlint: 2 errors, 1 warning (3 suppressed) in 6 hosts, 3 deployments (0.31 s)`.
+
+    assumed: the vLLM release applied to instances that set no vllm_version, if any did not.
+    """
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
     parts = [f"{n} {s}{'' if n == 1 else 's'}" for s, n in counts.items() if n or s == "error"]
     quiet = f" ({suppressed} suppressed)" if suppressed else ""
-    return f"pdlint: {', '.join(parts)}{quiet} in {hosts} hosts, {deployments} deployments ({seconds:.2f} s)\n"
+    release = f"; vLLM {assumed} assumed where vllm_version is unset" if assumed else ""
+    return (f"pdlint: {', '.join(parts)}{quiet} in {hosts} hosts, {deployments} deployments{release} "
+            f"({seconds:.2f} s)\n")

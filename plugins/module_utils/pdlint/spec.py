@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from .vllm.releases import PATTERN as VERSION_PATTERN
+
 INT_STRING = r"^\s*[0-9]+\s*$"
 TEMPLATE = r"(\{\{|\{%)"
 
@@ -77,7 +79,7 @@ VARIABLES: tuple[Var, ...] = (
     Var("pd_deployment", {"type": "string", "minLength": 1}, "Which P/D deployment this instance belongs to (required)."),
     Var("pd_role", {"enum": list(ROLES)}, "Side of the deployment: prefill or decode."),
     Var("model", {"type": "string", "minLength": 1}, "The exact --model string."),
-    Var("version", {"title": "a release like 0.32.0", "type": "string", "pattern": r"^[0-9]+\.[0-9]+(\.[0-9]+)?"}, "vLLM release; selects the rule set.", "newest known"),
+    Var("version", {"title": "a release like 0.32.0", "type": "string", "pattern": VERSION_PATTERN}, "vLLM release (0.32.0, v0.32.0, 0.32, 0.32.0.post1, 0.32.0+cpu); selects the rules of that release (`pdlint versions` lists them).", "newest known"),
     Var("tensor_parallel_size", int_schema(1), "--tensor-parallel-size.", 1),
     Var("pipeline_parallel_size", int_schema(1), "--pipeline-parallel-size.", 1),
     Var("data_parallel_size", int_schema(1), "--data-parallel-size.", 1),

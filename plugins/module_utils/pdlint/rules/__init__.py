@@ -1,7 +1,8 @@
 """The rule registry: every rule pdlint runs, listed explicitly (no discovery)."""
 from __future__ import annotations
 
-from . import connector, deployment, env, gpu, kv_heads, kv_role, network, pd_mismatch, skip, stages, tp, tp_ratio
+from . import (connector, deployment, env, gpu, kv_heads, kv_role, network, pd_mismatch, skip, stages, tp, tp_ratio,
+               version)
 from .base import Rule
 
 # Stage rules (reported by the loader, builder, schema and suppression) run outside the rule loop.
@@ -9,6 +10,7 @@ STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved,
                             stages.group_name, skip.unused, skip.unknown)
 
 CHECKS: tuple[Rule, ...] = (
+    version.unknown,
     deployment.incomplete, deployment.connector,
     connector.unknown, connector.config,
     kv_role.missing, kv_role.invalid, kv_role.side, kv_role.moriio_explicit,

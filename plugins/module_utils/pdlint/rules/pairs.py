@@ -28,16 +28,29 @@ def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[
 
 
 _NEEDS = ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "kv_connector_extra_config", "version")
+_KINDS = ("nixl", "moriio", "mooncake", "p2p-nccl")
+Checked = tuple[Engine, Engine, vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]
+_last: tuple[Topology, list[Checked]] | None = None
+
+
+def checked(topo: Topology) -> list[Checked]:
+    """Every same-connector pair of topo with the vllm layer's problems (computed once per topology)."""
+    global _last
+    if _last is None or _last[0] is not topo:
+        found = []
+        for p, d, lp, ld in pairs(topo, _KINDS, *_NEEDS):
+            sp, sd = vpair.Side.of(lp), vpair.Side.of(ld)
+            found.append((p, d, sp, sd, vpair.problems(sp, sd)))
+        _last = (topo, found)
+    return _last[1]
 
 
 def problem_hits(topo: Topology, rule_id: str) -> Iterator[Hit]:
     """The vllm layer's problems of every pair that rule_id reports, at the value to change, with a working hint."""
-    kinds = ("nixl", "moriio", "mooncake", "p2p-nccl")
-    for p, d, lp, ld in pairs(topo, kinds, *_NEEDS):
-        sp, sd = vpair.Side.of(lp), vpair.Side.of(ld)
-        for problem in vpair.problems(sp, sd):
+    for p, d, sp, sd, problems in checked(topo):
+        for problem in problems:
             if problem.rule != rule_id:
                 continue
-            where, inst = (p, lp) if problem.side == "prefill" else (d, ld)
+            where = p if problem.side == "prefill" else d
             hint = problem.hint if problem.hint is not None or not problem.tp_fix else tp_hint(p, d, sp, sd)
             yield hit(where, problem.fields, problem.message, hint, also=(p, d))

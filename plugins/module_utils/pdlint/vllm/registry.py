@@ -60,6 +60,7 @@ NAMES: Timeline[frozenset[str]] = Timeline(
                           "SimpleCPUOffloadConnector", "HF3FSKVConnector")), _F),
 )
 REGISTRY = tuple(sorted(NAMES.at(NEWEST)))
+HISTORY: dict[str, list[Timeline[object]]] = {}  # rule id -> registry timelines deciding it
 # 0.24.0+ nixl/connector.py: `NixlConnector = NixlPullConnector` (the same class object).
 _CLASS = {"NixlConnector": "NixlPullConnector"}
 _KIND = {
@@ -96,6 +97,11 @@ def kind(inst: Instance) -> str | None:
 
 def is_push(inst: Instance) -> bool:
     return canonical(inst.connector) == "NixlPushConnector"
+
+
+def timelines(rule_id: str) -> list[Timeline[object]]:
+    """Registry timelines that decide rule_id (for the per-release rule docs)."""
+    return list(HISTORY.get(rule_id, ()))
 
 
 def release_of(inst: Instance) -> Release | None:

@@ -18,7 +18,9 @@ KNOWN_TEXT = (
     "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0",
     "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
 )
-_PATTERN = re.compile(r"^\s*[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?post\d+)?(?:\+[0-9A-Za-z.]+)?\s*$")
+# What vllm_version accepts (also the JSON Schema's pattern): 0.25.1, v0.25.1, 0.25, 0.25.1.post1, 0.25.1+cpu.
+PATTERN = r"^\s*[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?post\d+)?(?:\+[0-9A-Za-z.]+)?\s*$"
+_PATTERN = re.compile(PATTERN)
 
 
 @functools.total_ordering
