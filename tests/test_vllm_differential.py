@@ -21,8 +21,7 @@ import vllm_source
 
 
 RELEASE = R("0.32.0")
-ROOT = vllm_source.source(RELEASE)
-pytestmark = pytest.mark.skipif(ROOT is None, reason=f"vLLM source not available: {vllm_source.unavailable()}")
+ROOT = vllm_source.roots([RELEASE])[RELEASE]
 KV = vllm_source.KV
 
 

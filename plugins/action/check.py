@@ -13,6 +13,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.pdlint.topology.plugins.modules.check import DOCUMENTATION
 
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import configfile, engine, report
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.vllm import releases
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.config import (
     DEFAULT, Config, ConfigError, apply, names)
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import notes, tagged
@@ -29,7 +30,13 @@ def _config(args: dict[str, Any]) -> Config:
     if args["select"] is not None:
         config = dataclasses.replace(config, select=names(args["select"], "select", "pdlint.topology.check"))
     skip = names(args["skip"], "skip", "pdlint.topology.check")
-    return dataclasses.replace(config, ignore=(*config.ignore, *skip))
+    config = dataclasses.replace(config, ignore=(*config.ignore, *skip))
+    version = args.get("vllm_version")
+    if version is not None and config.vllm_version is None:  # the inventory and config file come first
+        if releases.parse(version) is None:
+            raise ConfigError(f"vllm_version: {version!r} is not a vLLM release (e.g. 0.32.0; see `pdlint versions`)")
+        config = dataclasses.replace(config, vllm_version=version, version_source="vllm_version option")
+    return config
 
 
 def _vault_secrets() -> bool:
@@ -63,8 +70,9 @@ class ActionModule(ActionBase):
         result["findings"] = [f.as_dict() for f in found]
         result["suppressed"] = [f.as_dict() for f in checked.suppressed]
         result["changed"] = False
+        assumed = any("version" not in i.origins for i in checked.topology.instances)
         summary = report.summary(found, len(hosts), len(checked.topology.deployments), time.perf_counter() - started,
-                                 len(checked.suppressed))
+                                 len(checked.suppressed), assumed=releases.DEFAULT.text if assumed else None)
         bad = [f for f in found if f.severity in failing]
         if bad:
             result["failed"] = True

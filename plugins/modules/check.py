@@ -35,6 +35,12 @@ options:
         on the controller as the CLI reads it; its C(select), C(ignore), C(severity) and C(vllm_version) apply.
       - Its C(strict) does not; use I(fail_on). Without this option no configuration file is read.
     type: path
+  vllm_version:
+    description:
+      - The vLLM release whose rules apply to hosts whose inventory variables and I(config) file set no
+        C(vllm_version) (as the CLI's C(--vllm-version)); default the newest release pdlint knows.
+      - Accepts C(0.32.0), C(v0.32.0), C(0.32), C(0.32.0.post1), C(0.32.0+cpu); C(pdlint versions) lists the releases.
+    type: str
 attributes:
   check_mode:
     support: full

@@ -7,8 +7,9 @@ from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import pair
 
 
 def valid_tp_pair(prefill_tp: int, decode_tp: int, connector: str = "moriio", num_kv_heads: int | None = None,
-                  is_mla: bool = False, read_mode: bool = True) -> bool:
-    return not pairing.tp_pair_findings(int(prefill_tp), int(decode_tp), connector, num_kv_heads, is_mla, read_mode)
+                  is_mla: bool = False, read_mode: bool = True, vllm_version: str | None = None) -> bool:
+    return not pairing.tp_pair_findings(int(prefill_tp), int(decode_tp), connector, num_kv_heads, is_mla, read_mode,
+                                        vllm_version)
 
 
 class TestModule:

@@ -13,15 +13,17 @@ _CONNECTOR = {"moriio": "MoRIIOConnector", "nixl": "NixlConnector", "mooncake": 
 
 
 def tp_pair_findings(prefill_tp: int, decode_tp: int, connector: str = "moriio", num_kv_heads: int | None = None,
-                     is_mla: bool = False, read_mode: bool = True) -> list[str]:
-    """Rule ids the registered rules report for this prefill/decode TP pair (empty: valid)."""
+                     is_mla: bool = False, read_mode: bool = True, vllm_version: str | None = None) -> list[str]:
+    """Rule ids the registered rules report for this prefill/decode TP pair in a release (empty: valid)."""
     kv: dict[str, Any] = {"kv_connector": _CONNECTOR.get(connector, connector), "kv_role": "kv_both"}
     if connector == "p2p-nccl":
         kv["kv_connector_module_path"] = "p2p"
     if connector == "moriio":
         kv["kv_role"] = None
         kv["kv_connector_extra_config"] = {"http_port": 8000, "read_mode": str(read_mode).lower()}
-    facts = {"vllm_model_is_mla": bool(is_mla)}
+    facts: dict[str, Any] = {"vllm_model_is_mla": bool(is_mla)}
+    if vllm_version is not None:
+        facts["vllm_version"] = str(vllm_version)
     if num_kv_heads:
         facts["vllm_model_num_kv_heads"] = num_kv_heads
     hosts = []
