@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..vllm import nixl
 from ..vllm import registry as connectors
+from ..vllm.releases import DEFAULT, Release
 from ..model import Instance, Topology
 from .base import Hit, hit, rule
 from .pairs import pairs, problem_hits
@@ -12,15 +14,40 @@ _DTYPE = {"half": "float16", "float": "float32"}
 _PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
 
 
-def _nixl_hashed(lp: Instance, ld: Instance) -> bool:
-    """nixl/metadata.py compute_nixl_compatibility_hash is checked unless enforce_handshake_compat is off."""
-    return connectors.kind(lp) == "nixl" and connectors.enforces_compat_hash(lp) and connectors.enforces_compat_hash(ld)
+def _release(inst: Instance) -> Release:
+    return connectors.release_of(inst) or DEFAULT
 
 
-def _differ(topo: Topology, field: str, attr: str, what: str, nixl_only: bool = False) -> Iterator[Hit]:
+def _nixl_checkers(lp: Instance, ld: Instance) -> tuple[Instance, ...]:
+    """The sides that compare the compatibility hash: decode in pull mode; in push mode both handshake."""
+    return (lp, ld) if connectors.is_push(lp) else (ld,)
+
+
+def _nixl_hashed(lp: Instance, ld: Instance, fact: str) -> Release | None:
+    """The release that rejects a difference in fact at the NIXL handshake, if one does (nixl.HASHED)."""
+    if connectors.kind(lp) != "nixl":
+        return None
+    for inst in _nixl_checkers(lp, ld):
+        if nixl.hash_checked(_release(inst), connectors.enforces_compat_hash(inst), fact):
+            return _release(inst)
+    return None
+
+
+def _why(lp: Instance, ld: Instance, fact: str) -> str:
+    """What the NIXL release does with the difference (empty for other connectors)."""
+    if connectors.kind(lp) != "nixl":
+        return ""
+    hashed = _nixl_hashed(lp, ld, fact)
+    if hashed is not None:
+        return f" (NIXL in vLLM {hashed} hashes it at handshake: \"NIXL compatibility hash mismatch\")"
+    rel = _release(_nixl_checkers(lp, ld)[0])
+    if fact == "model":
+        return f" (NIXL in vLLM {rel} does not check it: the KV cache is only right if both load the same weights)"
+    return f" (NIXL in vLLM {rel} does not check it: the KV cache layouts differ, so the transfer fails or reads garbage)"
+
+
+def _differ(topo: Topology, field: str, attr: str, what: str) -> Iterator[Hit]:
     for p, d, lp, ld in pairs(topo, _PAIRED):
-        if nixl_only and not _nixl_hashed(lp, ld):
-            continue
         if not (lp.knows(field) and ld.knows(field)):
             continue
         a, b = getattr(lp, attr), getattr(ld, attr)
@@ -30,7 +57,7 @@ def _differ(topo: Topology, field: str, attr: str, what: str, nixl_only: bool = 
             a, b = _DTYPE.get(a, a), _DTYPE.get(b, b)
         if a is None or b is None or a == b:
             continue
-        yield hit(d, (field,), f"decode {what} {b!r} differs from prefill {what} {a!r}",
+        yield hit(d, (field,), f"decode {what} {b!r} differs from prefill {what} {a!r}{_why(lp, ld, attr)}",
                   f"use the same {what} on both sides", also=(p,))
 
 
@@ -158,7 +185,22 @@ def vllm_version(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_version: "0.32.0"}
             d1: {vllm_pd_role: decode, vllm_version: "0.31.1"}
     """
-    yield from _differ(topo, "version", "version", "vLLM version", nixl_only=True)
+    for p, d, lp, ld in pairs(topo, "nixl"):
+        if not (lp.knows("version") and ld.knows("version")):
+            continue
+        rp, rd = _release(lp), _release(ld)
+        if rp == rd:
+            continue
+        hashed = _nixl_hashed(lp, ld, "version")
+        if hashed is not None:
+            why = f"NIXL in vLLM {hashed} hashes the vLLM version at handshake: \"NIXL compatibility hash mismatch\""
+        elif min(rp, rd) < nixl.HANDSHAKE_PAYLOAD <= max(rp, rd):
+            why = (f"vLLM {nixl.HANDSHAKE_PAYLOAD}+ sends a NixlHandshakePayload that older releases cannot decode "
+                   "(vLLM does not check this: \"Failed to decode ...\")")
+        else:
+            continue  # not hashed: before 0.13.0, or enforce_handshake_compat is off
+        yield hit(d, ("version",), f"decode vLLM version {ld.version!r} differs from prefill vLLM version "
+                  f"{lp.version!r}: {why}", "use the same vLLM version on both sides", also=(p,))
 
 
 @rule("pd-mismatch[hma]")
@@ -192,14 +234,16 @@ def hma(topo: Topology) -> Iterator[Hit]:
     """
     for p, d, lp, ld in pairs(topo, _PAIRED):
         field = "disable_hybrid_kv_cache_manager"
-        if not _nixl_hashed(lp, ld) or not (lp.knows(field) and ld.knows(field)):
+        hashed = _nixl_hashed(lp, ld, "hma")
+        if hashed is None or not (lp.knows(field) and ld.knows(field)):
             continue
         a, b = connectors.hma_enabled(lp), connectors.hma_enabled(ld)
         if a != b:
             on = {True: "on", False: "off"}
             where = d if ld.disable_hma is not None else p
             yield hit(where, (field,), f"hybrid KV cache manager is {on[a]} on prefill but {on[b]} on decode "
-                      "(NIXL hashes it at handshake)", f"set vllm_{field} the same on both sides", also=(p, d))
+                      f"(NIXL in vLLM {hashed} hashes it at handshake)", f"set vllm_{field} the same on both sides",
+                      also=(p, d))
 
 
 @rule("pd-mismatch[block-size]")
