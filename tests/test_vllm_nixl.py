@@ -258,3 +258,187 @@ def test_handshake_grid(release: Release) -> None:
                 continue
             wrong.append((p, d, k, mla, bp, bd, [x.rule for x in vpair.problems(sp, sd)]))
     assert not wrong, f"{release}: {len(wrong)} disagreements, e.g. {wrong[:5]}"
+
+
+NIXL = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+GQA8 = {"vllm_model_num_attention_heads": 64, "vllm_model_num_kv_heads": 8, "vllm_model_is_mla": False,
+        "vllm_kv_transfer_config": NIXL}
+MLA = {"vllm_model_num_attention_heads": 128, "vllm_model_num_kv_heads": 128, "vllm_model_is_mla": True,
+       "vllm_kv_transfer_config": NIXL}
+
+
+def _tp(p: int, d: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    return {"vllm_tensor_parallel_size": p}, {"vllm_tensor_parallel_size": d}
+
+
+def _pair_rules(version: str, pp: dict[str, Any], dd: dict[str, Any], common: dict[str, Any]) -> set[str]:
+    found = _rules(pp, dd, {**common, "vllm_version": version})
+    return found & {"tp-ratio[nixl]", "kv-heads[nixl-prefill-replicated]", "pd-mismatch[block-size]"}
+
+
+# Matrix Appendix A (NIXL pull), pinned to the exact releases (intermediate patches included).
+APPENDIX_A = [
+    # (case, (p, d), common, {release: expected rules})
+    ("P4 D4 K8", (4, 4), GQA8, {"0.9.0": set(), "0.13.0": set(), "0.33.0": set()}),
+    ("P2 D4 K8", (2, 4), GQA8, {"0.9.0": {"tp-ratio[nixl]"}, "0.9.1": set(), "0.33.0": set()}),
+    ("P4 D2 K8", (4, 2), GQA8, {"0.10.2": {"tp-ratio[nixl]"}, "0.13.0": {"tp-ratio[nixl]"}, "0.14.0": set(),
+                                "0.33.0": set()}),
+    ("P2 D3 K8", (2, 3), GQA8, {"0.10.2": {"tp-ratio[nixl]"}, "0.33.0": {"tp-ratio[nixl]"}}),
+    ("P8 D4 K8", (8, 4), GQA8, {"0.13.0": {"tp-ratio[nixl]"}, "0.14.0": {"kv-heads[nixl-prefill-replicated]"},
+                                "0.19.1": {"kv-heads[nixl-prefill-replicated]"}, "0.20.0": set(), "0.33.0": set()}),
+    ("P16 D4 K8", (16, 4), GQA8, {"0.14.0": {"kv-heads[nixl-prefill-replicated]"},
+                                  "0.33.0": {"kv-heads[nixl-prefill-replicated]"}}),
+    ("P2 D16 K8", (2, 16), GQA8, {"0.9.2": {"tp-ratio[nixl]"}, "0.23.0": {"tp-ratio[nixl]"}, "0.24.0": set()}),
+    ("P8 D16 K8", (8, 16), GQA8, {"0.9.1": {"tp-ratio[nixl]"}, "0.9.2": set(), "0.19.1": set(),
+                                  "0.20.0": {"tp-ratio[nixl]"}, "0.23.0": {"tp-ratio[nixl]"}, "0.24.0": set()}),
+    ("MLA P8 D4 K128", (8, 4), MLA, {"0.13.0": {"tp-ratio[nixl]"}, "0.14.0": set(), "0.33.0": set()}),
+    ("MLA P16 D8 K16", (16, 8), {**MLA, "vllm_model_num_kv_heads": 16},
+     {"0.14.0": {"kv-heads[nixl-prefill-replicated]"}, "0.19.1": {"kv-heads[nixl-prefill-replicated]"},
+      "0.20.0": set(), "0.33.0": set()}),
+]
+
+
+@pytest.mark.parametrize(("case", "tps", "common", "expected"), APPENDIX_A, ids=[c[0] for c in APPENDIX_A])
+def test_appendix_a(case: str, tps: tuple[int, int], common: dict[str, Any], expected: dict[str, set[str]]) -> None:
+    for version, rules in expected.items():
+        assert _pair_rules(version, *_tp(*tps), common) == rules, (case, version)
+
+
+@pytest.mark.parametrize(("version", "bp", "bd", "tps", "fires"), [
+    ("0.9.0", 16, 32, (4, 4), True),  # no check, blocks copied one to one
+    ("0.10.2", 16, 32, (4, 4), True),  # equal
+    ("0.11.0", 32, 16, (4, 4), True),
+    ("0.11.1", 16, 32, (4, 4), False),  # decode a multiple of prefill
+    ("0.13.0", 32, 16, (4, 4), True),  # "nP > nD is not supported yet."
+    ("0.33.0", 32, 16, (4, 4), True),  # block_size_ratio
+    ("0.13.0", 16, 32, (4, 2), True),  # P > D is a TP error there, and blocks are fine: the TP rule fires
+    ("0.14.0", 16, 32, (4, 2), True),  # "Different local/remote block sizes are not supported when P TP > D TP."
+    ("0.33.0", 16, 32, (2, 4), False),
+])
+def test_block_sizes(version: str, bp: int, bd: int, tps: tuple[int, int], fires: bool) -> None:
+    pp, dd = _tp(*tps)
+    found = _pair_rules(version, {**pp, "vllm_block_size": bp}, {**dd, "vllm_block_size": bd}, GQA8)
+    assert bool(found) == fires
+
+
+@pytest.mark.parametrize(("version", "ssm", "bp", "bd", "fires"), [
+    ("0.17.1", True, 16, 32, False),  # NIXL has no HMA before 0.18.0
+    ("0.18.0", True, 16, 32, True),  # "HMA does not support different remote block size yet"
+    ("0.26.0", True, 16, 32, True),
+    ("0.27.0", True, 16, 32, False),  # the HMA assert is gone
+    ("0.26.0", False, 16, 32, False),  # not a hybrid model: HMA is not required
+])
+def test_block_sizes_hma(version: str, ssm: bool, bp: int, bd: int, fires: bool) -> None:
+    sp = _side("prefill", R(version), 4, 8, False, bp, ssm=ssm)
+    sd = _side("decode", R(version), 4, 8, False, bd, ssm=ssm)
+    assert any(x.rule == "pd-mismatch[block-size]" for x in vpair.problems(sp, sd)) == fires
+
+
+@pytest.mark.parametrize(("version", "p", "d", "fires"), [
+    ("0.17.1", 4, 2, False), ("0.18.0", 4, 2, True), ("0.19.1", 2, 4, True), ("0.20.0", 4, 2, False),
+])
+def test_mamba_equal_tp(version: str, p: int, d: int, fires: bool) -> None:
+    # 0.18.0 - 0.19.1 _validate_remote_agent_handshake: if self._has_mamba: assert tp_ratio == 1
+    src = (ROOTS[R(version)] / f"{KV}/v1/nixl_connector.py")  # type: ignore[operator]
+    has_assert = src.exists() and "Mamba does not support heterogeneous TP yet" in src.read_text(encoding="utf-8")
+    assert has_assert == fires
+    found = vpair.problems(_side("prefill", R(version), p, 48, ssm=True), _side("decode", R(version), d, 48, ssm=True))
+    assert any("Mamba" in x.message for x in found) == fires
+
+
+@pytest.mark.parametrize(("version", "p_pp", "d_pp", "d_role", "connector", "fires"), [
+    ("0.25.1", 2, 1, "kv_both", "NixlPullConnector", True),  # no PP support at all (inferred)
+    ("0.25.1", 1, 2, "kv_both", "NixlPullConnector", True),
+    ("0.26.0", 1, 2, "kv_consumer", "NixlPullConnector", True),  # NotImplementedError in __init__
+    ("0.26.0", 1, 2, "kv_both", "NixlPullConnector", True),  # unchecked decode PP (inferred)
+    ("0.26.0", 2, 1, "kv_both", "NixlPushConnector", False),  # push: prefill PP slices a PP=1 decode
+    ("0.26.0", 2, 1, "kv_both", "NixlPullConnector", True),  # pull handshakes PP rank 0 only until 0.29.0
+    ("0.29.0", 2, 1, "kv_both", "NixlPullConnector", False),
+    ("0.33.0", 1, 2, "kv_consumer", "NixlPullConnector", True),
+])
+def test_pipeline_parallel(version: str, p_pp: int, d_pp: int, d_role: str, connector: str, fires: bool) -> None:
+    root = ROOTS[R(version)]
+    assert root is not None
+    worker = root / f"{KV}/v1/nixl/base_worker.py"
+    checks = worker.exists() and "consumer (decode) does not support" in worker.read_text(encoding="utf-8")
+    assert checks == (R(version) >= R("0.26.0"))
+    sp = _side("prefill", R(version), 2, pp=p_pp, connector=connector)
+    sd = _side("decode", R(version), 2, pp=d_pp, kv_role=d_role, connector=connector)
+    assert any("pipeline_parallel_size" in x.fields for x in vpair.problems(sp, sd)) == fires
+
+
+def _instance(version: str, tp: int, dp: int = 1, dp_local: int | None = None, dp_start: int = 0,
+              env: dict[str, str] | None = None) -> Any:
+    values = {"vllm_pd_deployment": "x", "vllm_pd_role": "prefill", "vllm_version": version,
+              "vllm_tensor_parallel_size": tp, "vllm_data_parallel_size": dp,
+              "vllm_data_parallel_size_local": dp if dp_local is None else dp_local,
+              "vllm_data_parallel_start_rank": dp_start, "vllm_kv_transfer_config": NIXL}
+    if env:
+        values["vllm_env"] = env
+    topo, _ = build([HostVars("h", values)])
+    return topo.instances[0]
+
+
+@pytest.mark.parametrize(("version", "tp", "dp", "dp_local", "dp_start", "ports"), [
+    ("0.9.0", 2, 2, 2, 0, [5557, 5558, 5557, 5558]),  # PORT + rank (DP ignored: DP ranks collide)
+    ("0.9.1", 2, 2, 1, 1, [5557, 5558]),  # PORT + data_parallel_rank_local * TP + tp_rank
+    ("0.9.2", 2, 2, 1, 1, [5559, 5560]),  # PORT + data_parallel_rank * TP + tp_rank
+    ("0.11.0", 2, 2, 2, 0, [5557, 5558, 5559, 5560]),
+    ("0.11.1", 2, 2, 2, 0, [5600, 5601]),  # one listener per engine core: PORT + data_parallel_rank
+    ("0.33.0", 4, 2, 1, 1, [5601]),  # PORT + data_parallel_index
+])
+def test_side_channel_ports(version: str, tp: int, dp: int, dp_local: int, dp_start: int, ports: list[int]) -> None:
+    root = ROOTS[R(version)]
+    assert root is not None
+    envs = (root / "vllm/envs.py").read_text(encoding="utf-8")
+    assert f'"VLLM_NIXL_SIDE_CHANNEL_PORT", "{nixl.default_side_channel_port(R(version))}"' in envs
+    inst = _instance(version, tp, dp, dp_local, dp_start)
+    assert [b.port for b in binds(inst) if b.what.startswith("NIXL")] == ports
+    moved = _instance(version, tp, dp, dp_local, dp_start, {"VLLM_NIXL_SIDE_CHANNEL_PORT": "7000"})
+    assert [b.port - 7000 for b in binds(moved) if b.what.startswith("NIXL")] == [port - nixl.default_side_channel_port(R(version))
+                                                     for port in ports]
+
+
+def test_side_channel_host_default_is_loopback_in_every_release() -> None:
+    for release, root in ROOTS.items():
+        assert root is not None
+        assert '"VLLM_NIXL_SIDE_CHANNEL_HOST", "localhost"' in (root / "vllm/envs.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=str)
+def test_hash_factors(release: Release) -> None:
+    """compute_nixl_compatibility_hash's factors in the release's own source agree with nixl.HASHED."""
+    root = ROOTS[release]
+    assert root is not None
+    text = "".join(p.read_text(encoding="utf-8") for p in (root / KV / "v1").glob("nixl*/**/*.py")) + \
+        ((root / KV / "v1/nixl_connector.py").read_text(encoding="utf-8")
+         if (root / KV / "v1/nixl_connector.py").exists() else "")
+    found = set()
+    if "def compute_nixl_compatibility_hash" in text:
+        factors = {"vllm_version": "version", "model": "model", "dtype": "dtype", "cache_dtype": "kv_cache_dtype",
+                   "is_hma_enabled": "hma", "transfer_mode": "mode"}
+        body = text[text.index("def compute_nixl_compatibility_hash"):]
+        body = body[:body.index("return compat_hash")]
+        found = {ours for key, ours in factors.items() if f'"{key}"' in body}
+    assert found == set(nixl.HASHED.at(release)), release
+
+
+@pytest.mark.parametrize(("pv", "dv", "extra", "fires"), [
+    ("0.12.0", "0.11.1", {}, False),  # no hash before 0.13.0
+    ("0.12.0", "0.13.0", {}, True),  # hash checked by the 0.13.0 decode
+    ("0.13.0", "0.12.0", {}, True),  # payload the 0.12.0 decode cannot decode
+    ("0.32.0", "0.31.0", {}, True),
+    ("0.32.0", "0.31.0", {"enforce_handshake_compat": False}, False),
+    ("0.32.0", "0.32.0.post1", {}, False),  # same release
+])
+def test_version_mismatch(pv: str, dv: str, extra: dict[str, Any], fires: bool) -> None:
+    config = {**NIXL, "kv_connector_extra_config": extra}
+    found = _rules({"vllm_version": pv}, {"vllm_version": dv}, {"vllm_kv_transfer_config": config})
+    assert ("pd-mismatch[vllm-version]" in found) == fires
+
+
+@pytest.mark.parametrize(("version", "fires"), [("0.17.1", False), ("0.18.0", True), ("0.33.0", True)])
+def test_hma_mismatch(version: str, fires: bool) -> None:
+    found = _rules({"vllm_disable_hybrid_kv_cache_manager": True}, {},
+                   {"vllm_version": version, "vllm_kv_transfer_config": NIXL})
+    assert ("pd-mismatch[hma]" in found) == fires
