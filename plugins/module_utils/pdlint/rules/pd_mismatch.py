@@ -65,9 +65,11 @@ def _differ(topo: Topology, field: str, attr: str, what: str) -> Iterator[Hit]:
 def model(topo: Topology) -> Iterator[Hit]:
     """Prefill and decode serve different --model strings.
 
-    The KV cache of one model is meaningless to another; NIXL hashes the exact
-    model string at handshake (nixl/metadata.py compute_nixl_compatibility_hash),
-    so a Hugging Face id and a local path to the same weights do not match either.
+    The KV cache of one model is meaningless to another; NIXL from 0.13.0
+    hashes the exact model string at handshake (compute_nixl_compatibility_hash,
+    unless enforce_handshake_compat is false), so a Hugging Face id and a local
+    path to the same weights do not match either. Before 0.13.0 vLLM does not
+    compare models; the message says so.
 
     PASS:
 
@@ -97,9 +99,11 @@ def model(topo: Topology) -> Iterator[Hit]:
 def dtype(topo: Topology) -> Iterator[Hit]:
     """Prefill and decode set different explicit --dtype values.
 
-    NIXL hashes the resolved model dtype; for every connector a different dtype
-    means a different KV cache layout. "auto" is not compared (it resolves from
-    the model), and half/float16, float/float32 are the same.
+    NIXL hashes the resolved model dtype from 0.13.0 (before, unequal element
+    sizes fail the block-length assert, equal ones go unnoticed); for every
+    connector a different dtype means a different KV cache layout. "auto" is
+    not compared (it resolves from the model), and half/float16, float/float32
+    are the same.
 
     PASS:
 
@@ -128,9 +132,10 @@ def dtype(topo: Topology) -> Iterator[Hit]:
 def kv_cache_dtype(topo: Topology) -> Iterator[Hit]:
     """Prefill and decode set different --kv-cache-dtype strings.
 
-    NIXL hashes the unresolved string (`str(cache_config.cache_dtype)`), so
-    "auto" and "bfloat16" differ even when they mean the same; other
-    connectors copy raw blocks, so the element types must match.
+    NIXL hashes the unresolved string (`str(cache_config.cache_dtype)`) from
+    0.13.0, so "auto" and "bfloat16" differ even when they mean the same;
+    older NIXL releases and other connectors copy raw blocks, so the element
+    types must match.
 
     PASS:
 
@@ -160,9 +165,13 @@ def kv_cache_dtype(topo: Topology) -> Iterator[Hit]:
 def vllm_version(topo: Topology) -> Iterator[Hit]:
     """NIXL prefill and decode run different vLLM releases.
 
-    compute_nixl_compatibility_hash includes vllm.__version__ (and the NIXL
-    connector version), so the handshake fails with "NIXL compatibility hash
-    mismatch" unless enforce_handshake_compat is false.
+    From 0.13.0 compute_nixl_compatibility_hash includes vllm.__version__ (and
+    the NIXL connector version), so the handshake fails with "NIXL
+    compatibility hash mismatch" unless enforce_handshake_compat is false on
+    the side that checks (decode in pull mode). A pair across the 0.13.0
+    boundary also fails: the new NixlHandshakePayload cannot be decoded by the
+    older release. Two releases before 0.13.0 are not compared by vLLM and are
+    not reported.
 
     PASS:
 
@@ -207,9 +216,10 @@ def vllm_version(topo: Topology) -> Iterator[Hit]:
 def hma(topo: Topology) -> Iterator[Hit]:
     """NIXL prefill and decode differ in the hybrid KV cache manager being on or off.
 
-    compute_nixl_compatibility_hash includes `is_hma_enabled` (not
-    disable_hybrid_kv_cache_manager, resolved per connector in
-    VllmConfig.__post_init__), whatever the model's layers are.
+    compute_nixl_compatibility_hash includes `is_hma_enabled` from 0.18.0
+    (when NIXL became SupportsHMA): not disable_hybrid_kv_cache_manager,
+    resolved per connector in VllmConfig.__post_init__, whatever the model's
+    layers are.
 
     PASS:
 
@@ -250,11 +260,13 @@ def hma(topo: Topology) -> Iterator[Hit]:
 def block_size(topo: Topology) -> Iterator[Hit]:
     """Prefill and decode block sizes the connector cannot pair.
 
-    vLLM 0.32.0: NIXL pull needs decode block % prefill block == 0
-    (TransferTopology.block_size_ratio) and equal sizes when prefill TP >
-    decode TP (non-MLA); NIXL push mirrors it; MoRIIO and Mooncake pair blocks
-    one to one, so they must be equal. Only explicit block sizes are compared
-    (the default depends on platform and attention backend).
+    NIXL by release (pull; push mirrors it): equal before 0.11.1 (unchecked
+    in 0.9.0); decode block % prefill block == 0 from 0.11.1
+    (block_size_ratio); also equal when prefill TP > decode TP (non-MLA) from
+    0.14.0, and with HMA on a hybrid (Mamba/SSM) model in 0.18.0 - 0.26.0.
+    MoRIIO and Mooncake pair blocks one to one, so they must be equal. Only
+    explicit block sizes are compared (the default depends on platform and
+    attention backend).
 
     PASS:
 
