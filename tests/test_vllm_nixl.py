@@ -134,7 +134,8 @@ def _worker(root: Path, p: int, d: int, k: int, mla: bool, bp: int, bd: int) -> 
     info = Fake(remote_tp_size=p, remote_block_size=bp, remote_pp_size=1, remote_dcp_size=1)
     # 0.29.0+ base_worker builds TransferTopology with total_num_kv_heads=1 for MLA.
     k_topo = 1 if mla and root.name not in _BEFORE_029 else k
-    topo = Fake(tp_size=d, block_size=bd, total_num_kv_heads=k_topo, is_mla=mla, remote_tp_size={"remote": p, "local": d},
+    topo = Fake(tp_size=d, block_size=bd, total_num_kv_heads=k_topo, is_mla=mla,
+                remote_tp_size={"remote": p, "local": d},
                 remote_block_size={"remote": bp, "local": bd}, engine_id="local", tp_rank=0, _engines=Engines(info),
                 local_physical_heads=_heads(d, k_topo))
     for name, fn in topo_fns.items():
@@ -143,7 +144,8 @@ def _worker(root: Path, p: int, d: int, k: int, mla: bool, bp: int, bd: int) -> 
     topo.get_engine_info = lambda *a, **kw: info
     local_len, remote_len = _block_len(d, k, mla, bd), _block_len(p, k, mla, bp)
     worker = Fake(
-        engine_id="local", tp_rank=0, dcp_size=1, dcp_rank=0, _tp_size={"local": d, "remote": p}, kv_topo=topo, transfer_topo=topo,
+        engine_id="local", tp_rank=0, dcp_size=1, dcp_rank=0, _tp_size={"local": d, "remote": p}, kv_topo=topo,
+        transfer_topo=topo,
         use_mla=mla, _has_mamba=False, _is_hma_required=False, use_host_buffer=False, kv_cache_layout="HND",
         host_buffer_kv_cache_layout="HND", kv_transfer_config=Fake(enable_permute_local_kv=False),
         enable_permute_local_kv=False, backend_name="FLASH_ATTN", _use_pallas=False, _use_pallas_v1=False,
@@ -168,7 +170,8 @@ def _validate(root: Path) -> Any:
     if vllm_source.has(root, rel, "_validate_remote_agent_handshake", _worker_class(root, rel[len(KV) + 1:])):
         cls = _class(tree, _worker_class(root, rel[len(KV) + 1:]))
         assert cls is not None
-        fn = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "_validate_remote_agent_handshake")
+        fn = next(n for n in cls.body
+                  if isinstance(n, ast.FunctionDef) and n.name == "_validate_remote_agent_handshake")
         handshake = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "_nixl_handshake")
         # 0.11.1 - 0.13.0: _nixl_handshake asserts "nP > nD is not supported yet." before add_remote_agent.
         extra = [n for n in ast.walk(handshake) if isinstance(n, ast.Assert) and "nP > nD" in ast.unparse(n)]
@@ -188,7 +191,8 @@ def _validate(root: Path) -> Any:
     body = methods["add_remote_agent"].body
     start = next(i for i, s in enumerate(body) if not isinstance(s, ast.Expr)
                  and ("tp_ratio =" in ast.unparse(s) or "% self._tp_size" in ast.unparse(s)))
-    end = next(i for i, s in enumerate(body) if ast.unparse(s).startswith("assert self.block_size == remote_block_size"))
+    end = next(i for i, s in enumerate(body)
+               if ast.unparse(s).startswith("assert self.block_size == remote_block_size"))
     src = "\n".join(ast.unparse(s) for s in (*first, *body[start:end + 1]))
     src = src.replace("metadata.tp_size", "remote_tp_size").replace("engine_id]", "nixl_agent_meta.engine_id]")
     src = src.replace("self._tp_size[self.nixl_agent_meta.engine_id]", "self._tp_size[self.engine_id]")
@@ -395,8 +399,8 @@ def test_side_channel_ports(version: str, tp: int, dp: int, dp_local: int, dp_st
     inst = _instance(version, tp, dp, dp_local, dp_start)
     assert [b.port for b in binds(inst) if b.what.startswith("NIXL")] == ports
     moved = _instance(version, tp, dp, dp_local, dp_start, {"VLLM_NIXL_SIDE_CHANNEL_PORT": "7000"})
-    assert [b.port - 7000 for b in binds(moved) if b.what.startswith("NIXL")] == [port - nixl.default_side_channel_port(R(version))
-                                                     for port in ports]
+    base = nixl.default_side_channel_port(R(version))
+    assert [b.port - 7000 for b in binds(moved) if b.what.startswith("NIXL")] == [port - base for port in ports]
 
 
 def test_side_channel_host_default_is_loopback_in_every_release() -> None:

@@ -43,7 +43,8 @@ def _why(lp: Instance, ld: Instance, fact: str) -> str:
     rel = _release(_nixl_checkers(lp, ld)[0])
     if fact == "model":
         return f" (NIXL in vLLM {rel} does not check it: the KV cache is only right if both load the same weights)"
-    return f" (NIXL in vLLM {rel} does not check it: the KV cache layouts differ, so the transfer fails or reads garbage)"
+    return (f" (NIXL in vLLM {rel} does not check it: the KV cache layouts differ, so the transfer fails or "
+            "reads garbage)")
 
 
 def _differ(topo: Topology, field: str, attr: str, what: str) -> Iterator[Hit]:
