@@ -69,11 +69,13 @@ def moriio_replicated(topo: Topology) -> Iterator[Hit]:
 def nixl_prefill_replicated(topo: Topology) -> Iterator[Hit]:
     """NIXL: prefill TP > decode TP and prefill TP > K, so prefill's KV heads are replicated and decode cannot split them.
 
-    vLLM 0.32.0 nixl/base_worker.py _validate_remote_agent_handshake asserts
-    `not (tp_ratio < 0 and is_kv_replicated(remote))` unless the model is MLA or
-    has Mamba/SSM layers (`not self.use_mla and not self._has_mamba`). With
-    NixlPushConnector the writer is prefill, so the mirror applies: decode TP >
-    prefill TP and decode TP > K.
+    _validate_remote_agent_handshake asserts `not (tp_ratio < 0 and
+    is_kv_replicated(remote))` (a bare AssertionError), by release: 0.14.0 -
+    0.19.1 with prefill TP >= K and no exemption (MLA included); 0.20.0 -
+    0.20.2 prefill TP > K, Mamba/SSM exempt; from 0.21.0 MLA is exempt too.
+    Before 0.14.0 prefill TP > decode TP is a tp-ratio[nixl] error. With
+    NixlPushConnector the writer is prefill, so the mirror applies: decode TP
+    > prefill TP and decode TP > K.
 
     PASS:
 

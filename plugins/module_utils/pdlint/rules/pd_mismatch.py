@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..vllm import nixl
 from ..vllm import registry as connectors
+from ..vllm.releases import DEFAULT, Release
 from ..model import Instance, Topology
 from .base import Hit, hit, rule
 from .pairs import pairs, problem_hits
@@ -12,15 +14,41 @@ _DTYPE = {"half": "float16", "float": "float32"}
 _PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
 
 
-def _nixl_hashed(lp: Instance, ld: Instance) -> bool:
-    """nixl/metadata.py compute_nixl_compatibility_hash is checked unless enforce_handshake_compat is off."""
-    return connectors.kind(lp) == "nixl" and connectors.enforces_compat_hash(lp) and connectors.enforces_compat_hash(ld)
+def _release(inst: Instance) -> Release:
+    return connectors.release_of(inst) or DEFAULT
 
 
-def _differ(topo: Topology, field: str, attr: str, what: str, nixl_only: bool = False) -> Iterator[Hit]:
+def _nixl_checkers(lp: Instance, ld: Instance) -> tuple[Instance, ...]:
+    """The sides that compare the compatibility hash: decode in pull mode; in push mode both handshake."""
+    return (lp, ld) if connectors.is_push(lp) else (ld,)
+
+
+def _nixl_hashed(lp: Instance, ld: Instance, fact: str) -> Release | None:
+    """The release that rejects a difference in fact at the NIXL handshake, if one does (nixl.HASHED)."""
+    if connectors.kind(lp) != "nixl":
+        return None
+    for inst in _nixl_checkers(lp, ld):
+        if nixl.hash_checked(_release(inst), connectors.enforces_compat_hash(inst), fact):
+            return _release(inst)
+    return None
+
+
+def _why(lp: Instance, ld: Instance, fact: str) -> str:
+    """What the NIXL release does with the difference (empty for other connectors)."""
+    if connectors.kind(lp) != "nixl":
+        return ""
+    hashed = _nixl_hashed(lp, ld, fact)
+    if hashed is not None:
+        return f" (NIXL in vLLM {hashed} hashes it at handshake: \"NIXL compatibility hash mismatch\")"
+    rel = _release(_nixl_checkers(lp, ld)[0])
+    if fact == "model":
+        return f" (NIXL in vLLM {rel} does not check it: the KV cache is only right if both load the same weights)"
+    return (f" (NIXL in vLLM {rel} does not check it: the KV cache layouts differ, so the transfer fails or "
+            "reads garbage)")
+
+
+def _differ(topo: Topology, field: str, attr: str, what: str) -> Iterator[Hit]:
     for p, d, lp, ld in pairs(topo, _PAIRED):
-        if nixl_only and not _nixl_hashed(lp, ld):
-            continue
         if not (lp.knows(field) and ld.knows(field)):
             continue
         a, b = getattr(lp, attr), getattr(ld, attr)
@@ -30,7 +58,7 @@ def _differ(topo: Topology, field: str, attr: str, what: str, nixl_only: bool = 
             a, b = _DTYPE.get(a, a), _DTYPE.get(b, b)
         if a is None or b is None or a == b:
             continue
-        yield hit(d, (field,), f"decode {what} {b!r} differs from prefill {what} {a!r}",
+        yield hit(d, (field,), f"decode {what} {b!r} differs from prefill {what} {a!r}{_why(lp, ld, attr)}",
                   f"use the same {what} on both sides", also=(p,))
 
 
@@ -38,9 +66,11 @@ def _differ(topo: Topology, field: str, attr: str, what: str, nixl_only: bool = 
 def model(topo: Topology) -> Iterator[Hit]:
     """Prefill and decode serve different --model strings.
 
-    The KV cache of one model is meaningless to another; NIXL hashes the exact
-    model string at handshake (nixl/metadata.py compute_nixl_compatibility_hash),
-    so a Hugging Face id and a local path to the same weights do not match either.
+    The KV cache of one model is meaningless to another; NIXL from 0.13.0
+    hashes the exact model string at handshake (compute_nixl_compatibility_hash,
+    unless enforce_handshake_compat is false), so a Hugging Face id and a local
+    path to the same weights do not match either. Before 0.13.0 vLLM does not
+    compare models; the message says so.
 
     PASS:
 
@@ -70,9 +100,11 @@ def model(topo: Topology) -> Iterator[Hit]:
 def dtype(topo: Topology) -> Iterator[Hit]:
     """Prefill and decode set different explicit --dtype values.
 
-    NIXL hashes the resolved model dtype; for every connector a different dtype
-    means a different KV cache layout. "auto" is not compared (it resolves from
-    the model), and half/float16, float/float32 are the same.
+    NIXL hashes the resolved model dtype from 0.13.0 (before, unequal element
+    sizes fail the block-length assert, equal ones go unnoticed); for every
+    connector a different dtype means a different KV cache layout. "auto" is
+    not compared (it resolves from the model), and half/float16, float/float32
+    are the same.
 
     PASS:
 
@@ -101,9 +133,10 @@ def dtype(topo: Topology) -> Iterator[Hit]:
 def kv_cache_dtype(topo: Topology) -> Iterator[Hit]:
     """Prefill and decode set different --kv-cache-dtype strings.
 
-    NIXL hashes the unresolved string (`str(cache_config.cache_dtype)`), so
-    "auto" and "bfloat16" differ even when they mean the same; other
-    connectors copy raw blocks, so the element types must match.
+    NIXL hashes the unresolved string (`str(cache_config.cache_dtype)`) from
+    0.13.0, so "auto" and "bfloat16" differ even when they mean the same;
+    older NIXL releases and other connectors copy raw blocks, so the element
+    types must match.
 
     PASS:
 
@@ -133,9 +166,13 @@ def kv_cache_dtype(topo: Topology) -> Iterator[Hit]:
 def vllm_version(topo: Topology) -> Iterator[Hit]:
     """NIXL prefill and decode run different vLLM releases.
 
-    compute_nixl_compatibility_hash includes vllm.__version__ (and the NIXL
-    connector version), so the handshake fails with "NIXL compatibility hash
-    mismatch" unless enforce_handshake_compat is false.
+    From 0.13.0 compute_nixl_compatibility_hash includes vllm.__version__ (and
+    the NIXL connector version), so the handshake fails with "NIXL
+    compatibility hash mismatch" unless enforce_handshake_compat is false on
+    the side that checks (decode in pull mode). A pair across the 0.13.0
+    boundary also fails: the new NixlHandshakePayload cannot be decoded by the
+    older release. Two releases before 0.13.0 are not compared by vLLM and are
+    not reported.
 
     PASS:
 
@@ -158,16 +195,32 @@ def vllm_version(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_version: "0.32.0"}
             d1: {vllm_pd_role: decode, vllm_version: "0.31.1"}
     """
-    yield from _differ(topo, "version", "version", "vLLM version", nixl_only=True)
+    for p, d, lp, ld in pairs(topo, "nixl"):
+        if not (lp.knows("version") and ld.knows("version")):
+            continue
+        rp, rd = _release(lp), _release(ld)
+        if rp == rd:
+            continue
+        hashed = _nixl_hashed(lp, ld, "version")
+        if hashed is not None:
+            why = f"NIXL in vLLM {hashed} hashes the vLLM version at handshake: \"NIXL compatibility hash mismatch\""
+        elif min(rp, rd) < nixl.HANDSHAKE_PAYLOAD <= max(rp, rd):
+            why = (f"vLLM {nixl.HANDSHAKE_PAYLOAD}+ sends a NixlHandshakePayload that older releases cannot decode "
+                   "(vLLM does not check this: \"Failed to decode ...\")")
+        else:
+            continue  # not hashed: before 0.13.0, or enforce_handshake_compat is off
+        yield hit(d, ("version",), f"decode vLLM version {ld.version!r} differs from prefill vLLM version "
+                  f"{lp.version!r}: {why}", "use the same vLLM version on both sides", also=(p,))
 
 
 @rule("pd-mismatch[hma]")
 def hma(topo: Topology) -> Iterator[Hit]:
     """NIXL prefill and decode differ in the hybrid KV cache manager being on or off.
 
-    compute_nixl_compatibility_hash includes `is_hma_enabled` (not
-    disable_hybrid_kv_cache_manager, resolved per connector in
-    VllmConfig.__post_init__), whatever the model's layers are.
+    compute_nixl_compatibility_hash includes `is_hma_enabled` from 0.18.0
+    (when NIXL became SupportsHMA): not disable_hybrid_kv_cache_manager,
+    resolved per connector in VllmConfig.__post_init__, whatever the model's
+    layers are.
 
     PASS:
 
@@ -192,25 +245,29 @@ def hma(topo: Topology) -> Iterator[Hit]:
     """
     for p, d, lp, ld in pairs(topo, _PAIRED):
         field = "disable_hybrid_kv_cache_manager"
-        if not _nixl_hashed(lp, ld) or not (lp.knows(field) and ld.knows(field)):
+        hashed = _nixl_hashed(lp, ld, "hma")
+        if hashed is None or not (lp.knows(field) and ld.knows(field)):
             continue
         a, b = connectors.hma_enabled(lp), connectors.hma_enabled(ld)
         if a != b:
             on = {True: "on", False: "off"}
             where = d if ld.disable_hma is not None else p
             yield hit(where, (field,), f"hybrid KV cache manager is {on[a]} on prefill but {on[b]} on decode "
-                      "(NIXL hashes it at handshake)", f"set vllm_{field} the same on both sides", also=(p, d))
+                      f"(NIXL in vLLM {hashed} hashes it at handshake)", f"set vllm_{field} the same on both sides",
+                      also=(p, d))
 
 
 @rule("pd-mismatch[block-size]")
 def block_size(topo: Topology) -> Iterator[Hit]:
     """Prefill and decode block sizes the connector cannot pair.
 
-    vLLM 0.32.0: NIXL pull needs decode block % prefill block == 0
-    (TransferTopology.block_size_ratio) and equal sizes when prefill TP >
-    decode TP (non-MLA); NIXL push mirrors it; MoRIIO and Mooncake pair blocks
-    one to one, so they must be equal. Only explicit block sizes are compared
-    (the default depends on platform and attention backend).
+    NIXL by release (pull; push mirrors it): equal before 0.11.1 (unchecked
+    in 0.9.0); decode block % prefill block == 0 from 0.11.1
+    (block_size_ratio); also equal when prefill TP > decode TP (non-MLA) from
+    0.14.0, and with HMA on a hybrid (Mamba/SSM) model in 0.18.0 - 0.26.0.
+    MoRIIO and Mooncake pair blocks one to one, so they must be equal. Only
+    explicit block sizes are compared (the default depends on platform and
+    attention backend).
 
     PASS:
 

@@ -120,11 +120,21 @@ def moriio_write(topo: Topology) -> Iterator[Hit]:
 
 @rule("tp-ratio[nixl]")
 def nixl(topo: Topology) -> Iterator[Hit]:
-    """NIXL: the larger TP is not a multiple of the smaller.
+    """NIXL: prefill and decode TP (or PP) sizes the release cannot pair.
 
-    vLLM 0.32.0 kv_connector/utils.py TransferTopology.tp_ratio asserts
-    "Local tensor parallel size X is not divisible by remote tensor parallel
-    size Y" (either direction is allowed when the ratio is whole).
+    Checked with the release of the side that runs the handshake (decode in
+    pull mode, prefill with NixlPushConnector):
+    0.9.0 pairs rank r with rank r (unchecked: TP must be equal); 0.9.1 -
+    0.13.0 only let decode read from a prefill TP that divides it (D < P is a
+    ZeroDivisionError in 0.9.2 - 0.11.0, a divisibility assert otherwise);
+    from 0.14.0 either side may be larger, by a whole ratio
+    (TpKVTopology / TransferTopology.tp_ratio). Also reported: a GQA model with
+    decode TP > K and a prefill TP whose KV is split (prefill TP < K, <= K in
+    0.20.0 - 0.23.0; 0.9.1: any decode TP > K) fails the block-length assert
+    until 0.24.0; Mamba/SSM models need equal TP in 0.18.0 - 0.19.1; PP > 1
+    is unsupported before 0.26.0 (unchecked), and from 0.26.0 a decode with
+    PP > 1 fails (NotImplementedError for kv_consumer; prefill PP > 1 needs
+    NixlPushConnector until 0.29.0). docs/rules-provenance.md lists the spans.
 
     PASS:
 

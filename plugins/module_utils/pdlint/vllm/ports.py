@@ -4,9 +4,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from . import moriio
+from . import moriio, nixl
 from . import registry as connectors
 from ..model import Instance
+from .releases import DEFAULT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,11 +34,12 @@ def binds(inst: Instance) -> Iterator[Bind]:
         yield Bind(inst.port, "API port", "port")
     kind = connectors.kind(inst)
     if kind == "nixl":
-        # nixl/base_scheduler.py: VLLM_NIXL_SIDE_CHANNEL_PORT + data_parallel_index, one per engine core.
-        base = connectors.env_int(inst, "VLLM_NIXL_SIDE_CHANNEL_PORT", connectors.NIXL_SIDE_CHANNEL_PORT)
+        # Per release (nixl.SIDE_CHANNEL): per worker before 0.11.1, then one listener per engine core.
+        release = connectors.release_of(inst) or DEFAULT
+        base = connectors.env_int(inst, "VLLM_NIXL_SIDE_CHANNEL_PORT", nixl.default_side_channel_port(release))
         if base is not None:
-            for dp_index in range(inst.dp_start, inst.dp_start + inst.dp_local):
-                yield Bind(base + dp_index, f"NIXL side channel (DP rank {dp_index})", "env.VLLM_NIXL_SIDE_CHANNEL_PORT")
+            for port, what in nixl.side_channel_ports(release, base, inst.dp_start, inst.dp_local, inst.tp):
+                yield Bind(port, what, "env.VLLM_NIXL_SIDE_CHANNEL_PORT")
     elif kind == "moriio":
         # moriio_common.get_port_offset(dp_rank, tp_rank) with tp_size left at 1: base + dp + tp;
         # MoRIIO ignores PP, so every PP stage binds the same ports.
