@@ -42,7 +42,8 @@ KV_GUARD = history("kv-heads[moriio-replicated]", Timeline(
 WRITE_TP = history("tp-ratio[moriio-write]", Timeline(
     "MoRIIO WRITE mode, prefill TP != decode TP",
     ("0.14.0", "none", f"{_C} MoRIIOConnectorWorker._moriio_handshake; moriio_engine.py MoRIIOWriter "
-     "(no check: prefill rank r writes decode rank r)", "equal TP only; unequal TP is not checked (a hang or wrong KV)"),
+     "(no check: prefill rank r writes decode rank r)",
+     "equal TP only; unequal TP is not checked (a hang or wrong KV)"),
     ("0.25.0", "handshake", f"{_C} MoRIIOConnectorWorker._remote_tp_rank (get_moriio_remote_tp_rank on prefill); "
      "moriio_engine.py MoRIIOWriter (no head mapping)",
      "equal TP only: the prefill handshake rejects a decode TP that is not a multiple of prefill TP or the reverse, "

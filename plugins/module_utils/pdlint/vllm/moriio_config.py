@@ -75,9 +75,15 @@ def _as_int(value: Any) -> int | None:
         return None
 
 
+def reads(release: Release) -> frozenset[str]:
+    """Every kv_connector_extra_config key MoRIIO reads in release."""
+    return frozenset((*_READS.at(release), *REQUIRED.at(release), "handshake_port", "notify_port", "proxy_ip",
+                      "proxy_ping_port"))
+
+
 def config_problems(extra: Mapping[str, Any], release: Release, api_port: int | None) -> Iterator[tuple[str, str, str]]:
     """(extra key, message, hint) for each kv_connector_extra_config setting release cannot use."""
-    reads = set(_READS.at(release)) | set(REQUIRED.at(release)) | {"handshake_port", "notify_port", "proxy_ping_port"}
+    read = reads(release)
     for key in REQUIRED.at(release):
         if key not in extra:
             fix = f"set http_port to the instance's API port ({api_port})" if key == "http_port" else \
@@ -85,19 +91,20 @@ def config_problems(extra: Mapping[str, Any], release: Release, api_port: int | 
             yield ("kv_connector_extra_config", f"MoRIIO in vLLM {release} reads kv_connector_extra_config"
                    f"['{key}'] unconditionally (KeyError at worker start)", fix)
     for key in _INTS:
-        if key in reads and key in extra and extra[key] not in (None, "") and _as_int(extra[key]) is None:
+        if key in read and key in extra and extra[key] not in (None, "") and _as_int(extra[key]) is None:
             yield (f"extra.{key}", f"MoRIIO {key} {extra[key]!r} is not an integer (vLLM {release} calls int() on it)",
                    f"write {key} as a number")
     backend = extra.get("backend")
-    if "backend" in reads and backend is not None and str(backend).lower() not in ("rdma", "xgmi"):
+    if "backend" in read and backend is not None and str(backend).lower() not in ("rdma", "xgmi"):
         yield ("extra.backend", f"MoRIIO backend {backend!r} must be 'rdma' or 'xgmi'", "use backend: rdma")
     for key in _TIMEOUTS:
-        if key in reads and key in extra and not _timeout_ok(extra[key], POSITIVE_TIMEOUTS.at(release)):
+        if key in read and key in extra and not _timeout_ok(extra[key], POSITIVE_TIMEOUTS.at(release)):
             need = "finite and greater than zero" if POSITIVE_TIMEOUTS.at(release) else "a number"
             yield (f"extra.{key}", f"MoRIIO {key} {extra[key]!r} must be {need} (vLLM {release})",
                    f"set {key} to a positive number of seconds")
     mode = extra.get("read_mode")
-    if mode is not None and MODE.at(release) == "extra" and str(mode).lower().strip() not in ("true", "1", "false", "0"):
+    known = ("true", "1", "false", "0")
+    if mode is not None and MODE.at(release) == "extra" and str(mode).lower().strip() not in known:
         yield ("extra.read_mode", f"MoRIIO read_mode {mode!r} is neither true nor 1, so vLLM runs WRITE mode",
                "write read_mode: true (READ) or false (WRITE)")
 
@@ -120,6 +127,6 @@ def ignored_env(env: Mapping[str, Any], release: Release) -> Iterator[tuple[str,
 def listeners(release: Release, dp_start: int, dp_local: int, tp: int) -> Iterator[tuple[int, int, int]]:
     """(port offset, DP rank, TP rank) of each worker's handshake/notify listener on one host."""
     for i in range(dp_local):
-        dp = dp_start + i if LISTEN_DP.at(release) == "global" else i
+        dp = dp_start + i if LISTEN_DP.at(release) == "global" else (dp_start + i) % dp_local  # fold_local_rank
         for tp_rank in range(tp):
             yield port_offset(dp, tp_rank), dp, tp_rank
