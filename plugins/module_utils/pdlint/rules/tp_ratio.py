@@ -79,7 +79,10 @@ def moriio_write(topo: Topology) -> Iterator[Hit]:
     the decode rank with its own TP rank (moriio_engine.py MoRIIOWriter).
     vLLM does not check this, except that from 0.25.0 the
     prefill handshake (get_moriio_remote_tp_rank) rejects TP sizes that are not
-    multiples of each other. vLLM 0.33.0 maps ranks both ways
+    multiples of each other, and in 0.25.0 - 0.26.0 it maps every prefill rank
+    to decode rank 0 when the request carries no tp_size (write requests carry
+    none: "rank collapse", reported for any prefill TP > 1). vLLM 0.33.0 maps
+    ranks both ways
     (moriio_tp_mapping.py validate_write_tp_topology): one TP must be a
     multiple of the other and each must divide K or be a multiple of K (MLA
     exempt). Hybrid Mamba/KDA models cannot use write mode in 0.31.0 - 0.32.0.

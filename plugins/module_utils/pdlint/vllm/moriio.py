@@ -51,6 +51,16 @@ WRITE_TP = history("tp-ratio[moriio-write]", Timeline(
     ("0.33.0", "mapping", f"{_MAP} validate_write_tp_topology, compute_write_tp_mapping",
      "fan-out/fan-in mapping: one TP a multiple of the other, each TP dividing K or a multiple of K (MLA exempt)"),
 ))
+WRITE_PEER_TP = history("tp-ratio[moriio-write]", Timeline(
+    "MoRIIO WRITE: the decode TP size the prefill handshake assumes",
+    ("0.14.0", "unused", f"{_C} MoRIIOConnectorWorker._moriio_handshake (dials its own TP rank)",
+     "not used: prefill rank r dials decode rank r"),
+    ("0.25.0", "default-1", f"{_COMMON} MoRIIOConnectorMetadata.add_new_req kv_transfer_params.get(\"tp_size\", 1)",
+     "kv_transfer_params tp_size, default 1: write requests carry none, so every prefill rank maps to decode "
+     "rank 0 (\"rank collapse\", vLLM's 0.27.0 comment)"),
+    ("0.27.0", "default-equal", f"{_COMMON} MoRIIOConnectorMetadata.add_new_req (remote_tp_size or tp_size or 0); "
+     f"{_C} MoRIIOConnectorWorker._remote_tp_rank (0: equal TP)", "missing means equal TP"),
+))
 HYBRID = history("tp-ratio[moriio]", Timeline(
     "MoRIIO hybrid (Mamba/KDA) models",
     ("0.14.0", "none", f"{_C} (no hybrid Mamba/KDA transfer)", "no Mamba-specific check"),
@@ -223,6 +233,14 @@ def _write(p: Side, d: Side) -> Iterator[Problem]:
                           f"MoRIIO write mode with prefill TP {p.tp} and decode TP {d.tp}: vLLM {rel} raises "
                           f"\"{error}\"", step.source)
         return
+    if WRITE_PEER_TP.at(rel) == "default-1" and p.tp > 1:
+        yield Problem("tp-ratio[moriio-write]", "prefill", ("version", "tensor_parallel_size"),
+                      f"MoRIIO write mode in vLLM {rel} with prefill TP {p.tp}: write requests carry no tp_size, so "
+                      "the prefill handshake maps every prefill rank to decode rank 0 (\"rank collapse\", fixed in "
+                      "vLLM 0.27.0; vLLM does not check this: the KV lands on the wrong ranks)",
+                      WRITE_PEER_TP.step(rel).source, tp_fix=False,
+                      hint="use vLLM 0.27.0 or later, or read mode, or a router that sends tp_size (the decode TP) "
+                           "in kv_transfer_params")
     if p.tp == d.tp:
         return
     if step.value == "handshake" and max(p.tp, d.tp) % min(p.tp, d.tp):
