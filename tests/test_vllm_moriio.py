@@ -173,7 +173,10 @@ def test_write_mode_tp(release: Release) -> None:
         validate, compute = namespace["validate_write_tp_topology"], namespace["compute_write_tp_mapping"]
         assert moriio.WRITE_TP.at(release) == "mapping"
     handshake = None
-    if vllm_source.has(root, CONNECTOR, "get_moriio_remote_tp_rank"):
+    add = ast.unparse(_method(_tree(release, COMMON), "MoRIIOConnectorMetadata", "add_new_req"))
+    if vllm_source.has(root, CONNECTOR, "get_moriio_remote_tp_rank") and "remote_tp_size" in add:
+        # 0.27.0+: the decode TP reaches the prefill handshake (the proxy sends remote_tp_size);
+        # 0.25.0 - 0.26.0 read only tp_size, absent on write requests (test_write_rank_collapse).
         handshake = vllm_source.lift(root, CONNECTOR, {"get_moriio_remote_tp_rank"})["get_moriio_remote_tp_rank"]
     for p, d, k, mla in itertools.product(SIZES, SIZES, KV_HEADS, (False, True)):
         sp, sd = _side("prefill", release, p, k, mla, read=False), _side("decode", release, d, k, mla, read=False)

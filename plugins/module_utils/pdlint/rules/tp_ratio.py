@@ -77,9 +77,9 @@ def moriio_write(topo: Topology) -> Iterator[Hit]:
     Before vLLM 0.33.0 write mode only works with equal TP: a prefill rank
     writes its whole KV shard without mapping heads and sends write_done to
     the decode rank with its own TP rank (moriio_engine.py MoRIIOWriter).
-    vLLM does not check this, except that from 0.25.0 the
-    prefill handshake (get_moriio_remote_tp_rank) rejects TP sizes that are not
-    multiples of each other, and in 0.25.0 - 0.26.0 it maps every prefill rank
+    vLLM does not check this, except that from 0.27.0 the prefill handshake
+    (get_moriio_remote_tp_rank) rejects TP sizes that are not multiples of each
+    other. In 0.25.0 - 0.26.0 the handshake maps every prefill rank
     to decode rank 0 when the request carries no tp_size (write requests carry
     none: "rank collapse", reported for any prefill TP > 1). vLLM 0.33.0 maps
     ranks both ways

@@ -46,8 +46,8 @@ WRITE_TP = history("tp-ratio[moriio-write]", Timeline(
      "equal TP only; unequal TP is not checked (a hang or wrong KV)"),
     ("0.25.0", "handshake", f"{_C} MoRIIOConnectorWorker._remote_tp_rank (get_moriio_remote_tp_rank on prefill); "
      "moriio_engine.py MoRIIOWriter (no head mapping)",
-     "equal TP only: the prefill handshake rejects a decode TP that is not a multiple of prefill TP or the reverse, "
-     "and multiples are written without head mapping (unchecked)"),
+     "equal TP only: writes carry no head mapping (unchecked); from 0.27.0, given remote_tp_size, the prefill "
+     "handshake also rejects TP sizes that are not multiples of each other"),
     ("0.33.0", "mapping", f"{_MAP} validate_write_tp_topology, compute_write_tp_mapping",
      "fan-out/fan-in mapping: one TP a multiple of the other, each TP dividing K or a multiple of K (MLA exempt)"),
 ))
@@ -243,11 +243,12 @@ def _write(p: Side, d: Side) -> Iterator[Problem]:
                            "in kv_transfer_params")
     if p.tp == d.tp:
         return
-    if step.value == "handshake" and max(p.tp, d.tp) % min(p.tp, d.tp):
+    if WRITE_PEER_TP.at(rel) == "default-equal" and max(p.tp, d.tp) % min(p.tp, d.tp):
         error = (f"remote tp_size {d.tp} must be a multiple of local tp_size {p.tp}" if d.tp > p.tp else
                  f"local tp_size {p.tp} must be a multiple of remote tp_size {d.tp}")
         message = (f"MoRIIO write mode{_mode_note(p)} with prefill TP {p.tp} and decode TP {d.tp}: the prefill "
-                   f"handshake in vLLM {rel} raises \"{error}\", and write mode needs equal TP anyway")
+                   f"handshake in vLLM {rel} raises \"{error}\" (given the decode TP as remote_tp_size, as the "
+                   "proxy sends it), and write mode needs equal TP anyway")
     else:
         message = (f"MoRIIO write mode{_mode_note(p)} with prefill TP {p.tp} and decode TP {d.tp}: write mode in "
                    f"vLLM {rel} only works with equal TP sizes (vLLM {rel} does not check this: prefill ranks write "
