@@ -388,3 +388,12 @@ def test_env_ignored_rule(version: str | None, warned: bool) -> None:
     found = [f for f in _build_rules({}, {}, common) if f.rule == "env[ignored]"]
     assert len(found) == (2 if warned else 0)
     assert all("set kv_connector_extra_config.read_mode" in (f.hint or "") for f in found)
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=str)
+def test_kv_both_split_role(release: Release) -> None:
+    """kv-role[moriio-explicit] holds in every release: scheduler `kv_role == "kv_producer"`, worker is_kv_producer."""
+    tree = _tree(release, CONNECTOR)
+    scheduler = ast.unparse(_method(tree, "MoRIIOConnectorScheduler", "__init__"))
+    worker = ast.unparse(_method(tree, "MoRIIOConnectorWorker", "__init__"))
+    assert "kv_role == 'kv_producer'" in scheduler and "is_kv_producer" in worker
