@@ -1,5 +1,7 @@
 """pdlint's rules against vLLM 0.32.0's own functions (tests/vllm_source.py fetches and caches the wheel).
 
+MoRIIO, release by release: tests/test_vllm_moriio.py.
+
 The functions are lifted out of the files with ast and run on their own, so
 neither torch nor a GPU is needed.
 """
@@ -11,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from pdlint.vllm import moriio
 from pdlint.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
@@ -28,12 +29,6 @@ KV = vllm_source.KV
 def _functions(relpath: str, names: set[str], klass: str | None = None) -> dict[str, Any]:
     assert ROOT is not None
     return vllm_source.lift(ROOT, relpath, names, klass)
-
-
-@pytest.fixture(scope="module")
-def vllm_moriio() -> dict[str, Any]:
-    return _functions(f"{KV}/v1/moriio/moriio_connector.py", {
-        "get_moriio_remote_tp_rank", "get_moriio_expected_ack_count", "validate_moriio_heterogeneous_tp_kv_heads"})
 
 
 @pytest.fixture(scope="module")
@@ -59,49 +54,6 @@ def _raises(fn: Any, *args: Any) -> bool:
     except (ValueError, AssertionError, NotImplementedError):
         return True
     return False
-
-
-@pytest.mark.parametrize(("p", "d"), list(itertools.product(SIZES, SIZES)))
-def test_moriio_rank_map_and_acks(p: int, d: int, vllm_moriio: dict[str, Any]) -> None:
-    vllm_rank, vllm_acks = vllm_moriio["get_moriio_remote_tp_rank"], vllm_moriio["get_moriio_expected_ack_count"]
-    for rank in range(d):  # read mode: decode is local
-        assert _raises(vllm_rank, rank, d, p) == _raises(moriio.remote_tp_rank, rank, d, p)
-        if not _raises(vllm_rank, rank, d, p):
-            assert vllm_rank(rank, d, p) == moriio.remote_tp_rank(rank, d, p)
-    assert _raises(vllm_acks, p, d) == _raises(moriio.ack_count, p, d)
-    if not _raises(vllm_acks, p, d):
-        assert vllm_acks(p, d) == moriio.ack_count(p, d)
-    broken = any(_raises(vllm_rank, r, d, p) for r in range(d)) or _raises(vllm_acks, p, d)
-    extra = {"http_port": 8000, "read_mode": "true"}
-    common = {"vllm_model_num_attention_heads": 48, "vllm_model_num_kv_heads": 48, "vllm_model_is_mla": True,
-              "vllm_kv_transfer_config": {"kv_connector": "MoRIIOConnector", "kv_role": "kv_both",
-                                          "kv_connector_extra_config": extra}}
-    fired = "tp-ratio[moriio]" in _rules({"vllm_tensor_parallel_size": p}, {"vllm_tensor_parallel_size": d}, common)
-    assert fired == broken
-
-
-@pytest.mark.parametrize(("p", "d", "k", "mla"), [
-    (p, d, k, mla) for p, d in itertools.product([1, 2, 4, 8, 16], repeat=2) for k in (1, 2, 4, 8, 16)
-    for mla in (False, True)])
-def test_moriio_kv_head_guard(p: int, d: int, k: int, mla: bool, vllm_moriio: dict[str, Any]) -> None:
-    guard = vllm_moriio["validate_moriio_heterogeneous_tp_kv_heads"]
-    vllm_rejects = _raises(guard, d, p, k, mla)
-    common = {"vllm_model_num_attention_heads": 16, "vllm_model_num_kv_heads": k, "vllm_model_is_mla": mla,
-              "vllm_kv_transfer_config": {"kv_connector": "MoRIIOConnector", "kv_role": "kv_both",
-                                          "kv_connector_extra_config": {"http_port": 8000, "read_mode": "true"}}}
-    fired = "kv-heads[moriio-replicated]" in _rules({"vllm_tensor_parallel_size": p},
-                                                     {"vllm_tensor_parallel_size": d}, common)
-    assert fired == vllm_rejects
-
-
-def _guard_args(fn: Any) -> list[str]:
-    return list(fn.__code__.co_varnames[: fn.__code__.co_argcount])
-
-
-def test_moriio_guard_signature(vllm_moriio: dict[str, Any]) -> None:
-    # The test above passes (local=decode, remote=prefill, kv heads, is_mla) positionally.
-    args = _guard_args(vllm_moriio["validate_moriio_heterogeneous_tp_kv_heads"])
-    assert args[:2] == ["local_tp_size", "remote_tp_size"] and "total_num_kv_heads" in args and "is_mla" in args
 
 
 @pytest.mark.parametrize(("p", "d", "k"), [(p, d, k) for p, d in itertools.product(SIZES, SIZES) for k in (2, 4, 8)])

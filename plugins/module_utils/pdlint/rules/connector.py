@@ -1,11 +1,11 @@
 """connector[*]: the connector must exist in the release and get the settings it reads."""
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
-from typing import Any
 
+from ..vllm import moriio_config
 from ..vllm import registry as connectors
+from ..vllm.releases import DEFAULT, resolve
 from ..model import Instance, Topology
 from .base import Hit, hit, rule, words
 
@@ -59,39 +59,10 @@ def unknown(topo: Topology) -> Iterator[Hit]:
                   "use a registered connector, or set kv_connector_module_path to the module that defines it")
 
 
-def _as_int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
-    """(extra key, message, hint) for each setting MoRIIOConnector cannot use (moriio_common.py)."""
-    extra = inst.extra
-    if "http_port" not in extra:
-        yield ("kv_connector_extra_config", "MoRIIO reads kv_connector_extra_config['http_port'] unconditionally "
-               "(KeyError at worker start)", f"set http_port to the instance's API port ({inst.port})")
-    for key in _MORIIO_INTS:
-        if key in extra and extra[key] not in (None, "") and _as_int(extra[key]) is None:
-            yield (f"extra.{key}", f"MoRIIO {key} {extra[key]!r} is not an integer (vLLM calls int() on it)",
-                   f"write {key} as a number")
-    backend = extra.get("backend")
-    if backend is not None and str(backend).lower() not in ("rdma", "xgmi"):
-        yield ("extra.backend", f"MoRIIO backend {backend!r} must be 'rdma' or 'xgmi'", "use backend: rdma")
-    for key in _MORIIO_TIMEOUTS:
-        if key in extra:
-            try:
-                ok = math.isfinite(float(extra[key])) and float(extra[key]) > 0
-            except (TypeError, ValueError):
-                ok = False
-            if not ok:
-                yield (f"extra.{key}", f"MoRIIO {key} {extra[key]!r} must be finite and greater than zero",
-                       f"set {key} to a positive number of seconds")
-    mode = extra.get("read_mode")
-    if mode is not None and str(mode).lower().strip() not in ("true", "1", "false", "0"):
-        yield ("extra.read_mode", f"MoRIIO read_mode {mode!r} is neither true nor 1, so vLLM runs WRITE mode",
-               "write read_mode: true (READ) or false (WRITE)")
+    """(extra key, message, hint) for each setting MoRIIOConnector of the instance's release cannot use."""
+    release = resolve(inst.version).release or DEFAULT
+    return moriio_config.config_problems(inst.extra, release, inst.port)
 
 
 def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
@@ -118,9 +89,11 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
 def config(topo: Topology) -> Iterator[Hit]:
     """A kv_connector_extra_config setting the connector reads is missing or unusable.
 
-    vLLM 0.32.0: MoRIIO reads `http_port` unconditionally (KeyError) and
-    int()-converts its port and count settings; `backend` must be rdma or xgmi;
-    timeouts must be finite and positive; Mooncake's bootstrap_server_address
+    MoRIIO (moriio_common.py MoRIIOConfig.from_vllm_config) reads `http_port`
+    unconditionally in every release, and `proxy_ip` and `proxy_ping_port` too
+    until 0.27.1 (KeyError); it int()-converts its port and count settings;
+    `backend` must be rdma or xgmi (0.22.0+); timeouts must be numbers
+    (0.23.0+) and finite and positive (0.31.0+). Mooncake's bootstrap_server_address
     must be host:port; NIXL tests enforce_handshake_compat for truthiness (the
     string "false" enforces it).
 

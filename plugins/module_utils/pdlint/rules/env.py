@@ -3,22 +3,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import moriio
+from ..vllm import moriio_config
 from ..vllm import registry as connectors
+from ..vllm.releases import DEFAULT, resolve
 from ..model import Topology
 from .base import Hit, hit, rule
-
-_MOVED = {"VLLM_MORIIO_CONNECTOR_READ_MODE": "read_mode", "VLLM_MORIIO_QP_PER_TRANSFER": "qp_per_transfer",
-          "VLLM_MORIIO_POST_BATCH_SIZE": "post_batch_size", "VLLM_MORIIO_NUM_WORKERS": "num_workers"}
 
 
 @rule("env[ignored]", "warning")
 def ignored(topo: Topology) -> Iterator[Hit]:
     """vllm_env sets a variable the pinned vLLM release ignores.
 
-    vLLM 0.32.0 moriio_common.py _warn_deprecated_env_vars: the MoRIIO
-    read-mode and queue-pair variables are "deprecated and ignored"; their
-    settings moved into kv_connector_extra_config.
+    MoRIIO: vLLM 0.14.0 - 0.22.1 read VLLM_MORIIO_CONNECTOR_READ_MODE,
+    VLLM_MORIIO_QP_PER_TRANSFER, VLLM_MORIIO_POST_BATCH_SIZE and
+    VLLM_MORIIO_NUM_WORKERS; from 0.23.0 they are "deprecated and ignored"
+    (moriio_common.py _warn_deprecated_env_vars) and the settings live in
+    kv_connector_extra_config (read_mode, qp_per_transfer, post_batch_size,
+    num_workers).
 
     PASS:
 
@@ -58,7 +59,9 @@ def ignored(topo: Topology) -> Iterator[Hit]:
                 kv_connector_extra_config: {http_port: 8000}
     """
     for inst in topo.instances:
-        for name in moriio.IGNORED_ENV:
-            if name in inst.env and connectors.kind(inst) in ("moriio", None):
-                yield hit(inst, (f"env.{name}",), f"{name} is ignored by vLLM {inst.version}",
-                          f"set kv_connector_extra_config.{_MOVED[name]} instead")
+        if connectors.kind(inst) not in ("moriio", None):
+            continue
+        release = resolve(inst.version).release or DEFAULT
+        for name, key in moriio_config.ignored_env(inst.env, release):
+            yield hit(inst, (f"env.{name}",), f"{name} is ignored by vLLM {release} (read until 0.22.1)",
+                      f"set kv_connector_extra_config.{key} instead")

@@ -12,11 +12,12 @@ from .pairs import problem_hits
 def moriio_replicated(topo: Topology) -> Iterator[Hit]:
     """MoRIIO read mode, heterogeneous TP, and the smaller TP does not replicate every KV head.
 
-    vLLM 0.32.0 moriio_connector.py validate_moriio_heterogeneous_tp_kv_heads
-    raises NotImplementedError "MoRIIO heterogeneous TP requires replicated KV
-    heads on both prefill and decode" unless the model is MLA or
-    min(prefill TP, decode TP) >= K. Write mode never runs this check
-    (tp-ratio[moriio-write] covers it).
+    vLLM 0.25.0 and later (moriio_connector.py
+    validate_moriio_heterogeneous_tp_kv_heads) raise NotImplementedError
+    "MoRIIO heterogeneous TP requires replicated KV heads on both prefill and
+    decode" unless the model is MLA or min(prefill TP, decode TP) >= K. Before
+    0.25.0 read mode needs equal TP anyway (tp-ratio[moriio]); write mode never
+    runs this check (tp-ratio[moriio-write] covers it).
 
     PASS:
 

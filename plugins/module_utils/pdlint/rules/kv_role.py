@@ -129,10 +129,11 @@ def side(topo: Topology) -> Iterator[Hit]:
 def moriio_explicit(topo: Topology) -> Iterator[Hit]:
     """MoRIIO with kv_role kv_both.
 
-    vLLM 0.32.0 MoRIIO's scheduler treats kv_both as a consumer
-    (`kv_role == "kv_producer"`) while its worker treats it as a producer
-    (`is_kv_producer`), through one process-wide role (moriio_connector.py,
-    MoRIIOConnectorScheduler.__init__ and MoRIIOConnectorWorker.__init__).
+    In every release with MoRIIO (0.14.0 - 0.33.0) its scheduler treats
+    kv_both as a consumer (`kv_role == "kv_producer"`) while its worker treats
+    it as a producer (`is_kv_producer`), through one process-wide role
+    (moriio_connector.py, MoRIIOConnectorScheduler.__init__ and
+    MoRIIOConnectorWorker.__init__).
 
     PASS:
 

@@ -9,12 +9,19 @@ from .pairs import problem_hits
 
 @rule("tp-ratio[moriio]")
 def moriio_ratio(topo: Topology) -> Iterator[Hit]:
-    """MoRIIO: the larger TP is not a multiple of the smaller.
+    """MoRIIO read mode: the TP sizes do not pair.
 
-    vLLM 0.32.0 moriio_connector.py get_moriio_remote_tp_rank raises "local
-    tp_size 6 must be a multiple of remote tp_size 4 for heterogeneous-TP P/D"
-    on decode, and get_moriio_expected_ack_count raises on prefill when decode
-    TP is not a whole multiple (the ack count D/P must be whole).
+    vLLM 0.25.0 and later (moriio_connector.py) map ranks on decode with
+    get_moriio_remote_tp_rank ("local tp_size 6 must be a multiple of remote
+    tp_size 4 for heterogeneous-TP P/D") and count release acks on prefill with
+    get_moriio_expected_ack_count (decode TP / prefill TP must be whole).
+    Before 0.25.0 there is no rank map: decode rank r reads prefill rank r, so
+    any unequal TP is reported (vLLM does not check it; the transfer reads the
+    wrong KV or hangs). Also reported: hybrid Mamba/KDA models with unequal TP
+    (0.31.0+), and in 0.27.x prefill DP > 1 with TP > 1, whose handshake decode
+    dials at a port the prefill rank does not listen on. The mode comes from
+    VLLM_MORIIO_CONNECTOR_READ_MODE before 0.23.0, from
+    kv_connector_extra_config.read_mode after.
 
     PASS:
 
@@ -65,15 +72,20 @@ def moriio_ratio(topo: Topology) -> Iterator[Hit]:
 
 @rule("tp-ratio[moriio-write]")
 def moriio_write(topo: Topology) -> Iterator[Hit]:
-    """MoRIIO write mode with prefill TP different from decode TP.
+    """MoRIIO write mode (the default): the TP sizes do not pair.
 
-    vLLM 0.32.0 does not reject this, but in WRITE mode the decode scheduler
-    notifies prefill ranks `range(decode TP)` and the producer sends write_done
-    to the decode rank equal to its own TP rank (moriio_connector.py
-    MoRIIOConnectorScheduler.update_state_after_alloc / moriio_engine.py
-    MoRIIOWriter._execute_write_task), so ranks only line up
-    when the TP sizes are equal: the transfer hangs. Use read mode for
-    heterogeneous TP.
+    Before vLLM 0.33.0 write mode only works with equal TP: a prefill rank
+    writes its whole KV shard without mapping heads and sends write_done to
+    the decode rank with its own TP rank (moriio_engine.py MoRIIOWriter).
+    vLLM does not check this, except that from 0.27.0 the prefill handshake
+    (get_moriio_remote_tp_rank) rejects TP sizes that are not multiples of each
+    other. In 0.25.0 - 0.26.0 the handshake maps every prefill rank
+    to decode rank 0 when the request carries no tp_size (write requests carry
+    none: "rank collapse", reported for any prefill TP > 1). vLLM 0.33.0 maps
+    ranks both ways
+    (moriio_tp_mapping.py validate_write_tp_topology): one TP must be a
+    multiple of the other and each must divide K or be a multiple of K (MLA
+    exempt). Hybrid Mamba/KDA models cannot use write mode in 0.31.0 - 0.32.0.
 
     PASS:
 
@@ -109,7 +121,7 @@ def moriio_write(topo: Topology) -> Iterator[Hit]:
                 kv_connector_extra_config: {http_port: 8000}
             d1:
               vllm_pd_role: decode
-              vllm_tensor_parallel_size: 8
+              vllm_tensor_parallel_size: 6
               vllm_kv_transfer_config:
                 kv_connector: MoRIIOConnector
                 kv_role: kv_consumer

@@ -4,10 +4,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from . import moriio, nixl
-from . import registry as connectors
 from ..model import Instance
-from .releases import DEFAULT
+from . import moriio_config, nixl
+from . import registry as connectors
+from .releases import DEFAULT, resolve
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,19 +41,18 @@ def binds(inst: Instance) -> Iterator[Bind]:
             for port, what in nixl.side_channel_ports(release, base, inst.dp_start, inst.dp_local, inst.tp):
                 yield Bind(port, what, "env.VLLM_NIXL_SIDE_CHANNEL_PORT")
     elif kind == "moriio":
-        # moriio_common.get_port_offset(dp_rank, tp_rank) with tp_size left at 1: base + dp + tp;
+        # moriio_config.listeners: base + DP rank + TP rank (global DP rank before 0.28.0, pod-local after);
         # MoRIIO ignores PP, so every PP stage binds the same ports.
-        for key, default in (("handshake_port", moriio.DEFAULT_HANDSHAKE_PORT),
-                             ("notify_port", moriio.DEFAULT_NOTIFY_PORT)):
+        release = resolve(inst.version).release or DEFAULT
+        for key, default in (("handshake_port", moriio_config.DEFAULT_HANDSHAKE_PORT),
+                             ("notify_port", moriio_config.DEFAULT_NOTIFY_PORT)):
             base = _as_port(inst.extra.get(key), default)
             if base is None:
                 continue
             for stage in range(inst.pp):
-                for dp_local in range(inst.dp_local):
-                    for tp_rank in range(inst.tp):
-                        yield Bind(base + moriio.port_offset(dp_local, tp_rank),
-                                   f"MoRIIO {key.split('_')[0]} (DP {dp_local}, TP {tp_rank}, PP {stage})",
-                                   f"extra.{key}")
+                for offset, dp, tp_rank in moriio_config.listeners(release, inst.dp_start, inst.dp_local, inst.tp):
+                    yield Bind(base + offset, f"MoRIIO {key.split('_')[0]} (DP {dp}, TP {tp_rank}, PP {stage})",
+                               f"extra.{key}")
     elif kind == "mooncake":
         # mooncake_connector.py should_launch_bootstrap_server: TP0/PP0 of DP index 0, non-consumers only.
         if inst.kv_role != "kv_consumer" and inst.extra.get("bootstrap_server_address") is None and inst.dp_start == 0:
