@@ -37,6 +37,8 @@ class _Files:
         bases = {os.path.abspath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources}
         real = {b: os.path.realpath(b) for b in bases}
         for text in preflight.yaml_files(checked):
+            if text in checked.yaml_errors:  # read as INI, if at all
+                continue
             base = os.path.dirname(text)
             while base not in real and os.path.dirname(base) != base:
                 base = os.path.dirname(base)

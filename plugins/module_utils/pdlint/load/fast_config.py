@@ -63,7 +63,8 @@ SETTINGS = (
             "list", _YAML_EXT, (_YAML_EXT,)),
     Setting("inventory:yaml:yaml_extensions",
             (("defaults", "yaml_valid_extensions"), ("inventory_plugin_yaml", "yaml_valid_extensions")),
-            ("ANSIBLE_YAML_FILENAME_EXT", "ANSIBLE_INVENTORY_PLUGIN_EXTS"), "list", _YAML_EXT, (_YAML_EXT,)),
+            ("ANSIBLE_YAML_FILENAME_EXT", "ANSIBLE_INVENTORY_PLUGIN_EXTS"), "list", [".yaml", ".yml", ".json"],
+            ([".yaml", ".yml", ".json"], _YAML_EXT)),  # only tested for membership
     Setting("vars:host_group_vars:stage", (("vars_host_group_vars", "stage"),), ("ANSIBLE_VARS_PLUGIN_STAGE",),
             "string", UNSET, (UNSET,)),
     Setting("vars:host_group_vars:_valid_extensions", (("defaults", "yaml_valid_extensions"),),

@@ -23,7 +23,9 @@ def _origin(name: Any, sources: Sequence[str], declared: Mapping[str, Origin]) -
         found = origin_of(name)
         if found is not None:
             return found
-    declared = re.compile(r"^(\s*\[)" + re.escape(name) + r"(:\w+)?\]|^(\s+)" + re.escape(name) + r"\s*:")
+    # `[name]` in INI, `name:` in YAML, `"name":` in JSON (ansible-core tags no JSON key)
+    declared = re.compile(r"^(\s*\[)" + re.escape(name) + r"(:\w+)?\]|^(\s+)" + re.escape(name) + r"\s*:|^(.*?)([\"'])"
+                          + re.escape(name) + r"\5\s*:")
     for source in sources:
         files = [source] if os.path.isfile(source) else (
             [os.path.join(source, f) for f in sorted(os.listdir(source))] if os.path.isdir(source) else [])
@@ -34,7 +36,8 @@ def _origin(name: Any, sources: Sequence[str], declared: Mapping[str, Origin]) -
                 for number, line in enumerate(fh, 1):
                     match = declared.match(line)
                     if match:
-                        return Origin(display_path(path), number, len(match.group(1) or match.group(3)) + 1)
+                        column = len(match.group(1) or match.group(3) or match.group(4) or "") + 1
+                        return Origin(display_path(path), number, column)
     return Origin()
 
 

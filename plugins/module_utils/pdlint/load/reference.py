@@ -157,15 +157,26 @@ def _failure(exc: BaseException, warnings: list[Any], yaml_errors: Mapping[str, 
     return Finding(origin=origin, rule="load-error", severity="error", message=message)
 
 
+# What each of the INI plugin's errors quotes from the offending line.
+_QUOTED = (r"(?:got: |definition ')(.+?)'?(?::|$)", r"^Invalid host pattern '(.+?)' supplied",
+           r"includes undefined group '(.+)'\.$", r"^(Section \[[^\]]+\]) not valid", r"^(Section \[[^\]]+\]) has",
+           r"^Invalid section entry: '(.+?)'\.")
+
+
 def _line_of(source: str, message: str) -> Origin | None:
     """The line an INI parse error quotes (ansible-core 2.19 drops the line number)."""
-    quoted = re.search(r"(?:got: |definition ')(.+?)'?(?::|$)", message)
+    quoted = next((m for m in (re.search(p, message) for p in _QUOTED) if m), None)
     if not quoted or not os.path.isfile(source):
         return None
     fragment = quoted.group(1).strip()
+    if fragment.startswith("Section ["):
+        fragment = fragment[len("Section "):]
+    exact = "undefined group" in message and "Section [" in message and "includes" in message
     try:
         with open(source, encoding="utf-8", errors="replace") as fh:
             for number, text in enumerate(fh, 1):
+                if exact and text.split("#")[0].strip() != fragment:  # the child line, not its section
+                    continue
                 if fragment and fragment in text:
                     return Origin(display_path(source), number, text.index(fragment) + 1)
     except OSError:
