@@ -164,6 +164,7 @@ def check() -> Settings:
         value = _resolve(setting, parser, env)
         if value not in setting.implemented:
             where = f"{path}" if path is not None else "the environment"
-            raise Unsupported(f"{where} sets {setting.name} to {value if value is not UNSET else 'a value'}")
+            label = setting.ini[0][1] if setting.ini else setting.name  # the name users write in ansible.cfg
+            raise Unsupported(f"{where} sets {label} to {value if value is not UNSET else 'a value'}")
         values[setting.name] = value
     return Settings(safe_group_names=values["TRANSFORM_INVALID_GROUP_CHARS"] in ("always", "silently"))
