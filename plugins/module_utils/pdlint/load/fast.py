@@ -37,6 +37,8 @@ class _Files:
         bases = {os.path.abspath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources}
         real = {b: os.path.realpath(b) for b in bases}
         for text in preflight.yaml_files(checked):
+            if text in checked.yaml_errors:  # read as INI, if at all
+                continue
             base = os.path.dirname(text)
             while base not in real and os.path.dirname(base) != base:
                 base = os.path.dirname(base)
@@ -60,22 +62,31 @@ def _json(text: str) -> tuple[bool, Any]:
 
 
 def _inventory_file(inv: Inventory, path: str, files: _Files) -> None:
+    """As ansible-core's plugins in pdlint's order (host_list, yaml, ini, toml): the first that reads it wins."""
     if os.access(path, os.X_OK):
         raise Unsupported(f"{path} is executable (inventory script)")
     ext = os.path.splitext(path)[1]
     if ext == ".toml":
         raise Unsupported(f"{path} is a TOML inventory")
     shown = display_path(path)
+    checked = files.checked
+    if path in checked.ini_lines:  # not UTF-8: only the INI plugin decodes it (line by line)
+        _ini(inv, checked.ini_lines[path], shown)
+        return
     if ext in _YAML_EXT:
+        if path in checked.yaml_errors:  # not YAML: the INI plugin's turn; if it refuses too, the YAML error
+            _ini(inv, checked.texts[path], shown, checked.yaml_errors[path])
+            return
         text, nodes = files.get(path)
         is_json, data = _json(text)
         if not is_json:
-            if len(nodes) != 1:
-                raise Unsupported(f"{path}: not one YAML document")
-            data = nodes[0]
+            data = nodes[0] if len(nodes) == 1 else None
+        if len(nodes) > 1 or not fast_yaml.is_inventory(data, is_json):
+            _ini(inv, text, shown)  # the yaml plugin fails on it (empty, not a mapping, several documents)
+            return
         fast_yaml.parse(inv, data, shown, is_json)
         return
-    text = files.checked.texts.get(path)
+    text = checked.texts.get(path)
     if text is None:
         raise Unsupported(f"{path}: not read by the preflight")
     if not ext:  # Ansible tries the yaml plugin first on files without an extension
@@ -88,9 +99,18 @@ def _inventory_file(inv: Inventory, path: str, files: _Files) -> None:
             docs = []
         if len(docs) == 1 and isinstance(docs[0], yaml.MappingNode):
             raise Unsupported(f"{path}: YAML inventory without extension")
+    _ini(inv, text, shown)
+
+
+def _ini(inv: Inventory, text: str | list[str], shown: str, yaml_error: Finding | None = None) -> None:
     from . import fast_ini  # ast/shlex only for INI inventories: cold start matters in a pre-commit hook
 
-    fast_ini.parse(inv, text, shown)
+    try:
+        fast_ini.parse(inv, text, shown)
+    except fast_ini.Rejected as exc:
+        if yaml_error is None:
+            raise
+        raise preflight.LoadError(yaml_error) from exc
 
 
 def _source(inv: Inventory, source: str, files: _Files) -> None:
@@ -167,19 +187,16 @@ class _VarsFiles:
         text, nodes = self.files.get(path)
         shown = self._shown(path)
         is_json, data = _json(text)
-        if is_json:
-            if not data:
-                return {}
-            if not isinstance(data, dict):
-                raise Unsupported(f"{path}: vars file is not a mapping")
+        if is_json and isinstance(data, dict):
             return {k: from_json(v, shown) for k, v in data.items() if isinstance(k, str) and is_relevant(k)}
-        if not nodes:
+        if not is_json and len(nodes) == 1 and isinstance(nodes[0], yaml.MappingNode):
+            return self._mapping(nodes[0], shown)
+        error = preflight.vars_file_error(path, text, nodes)
+        if error is not None:
+            raise preflight.LoadError(error)
+        if is_json or not nodes:
             return {}
-        if len(nodes) != 1:
-            raise Unsupported(f"{path}: not one YAML document")
         node = nodes[0]
-        if isinstance(node, yaml.MappingNode):
-            return self._mapping(node, shown)
         if isinstance(node, yaml.ScalarNode) and not scalar(node):
             return {}
         if isinstance(node, yaml.SequenceNode) and not node.value:
@@ -206,8 +223,9 @@ class _VarsFiles:
 
 
 def _templated(value: Any) -> bool:
+    """Whether Ansible would render it: any Jinja start string, comments included (they render to nothing)."""
     if isinstance(value, str):
-        return "{{" in value or "{%" in value
+        return "{{" in value or "{%" in value or "{#" in value
     if isinstance(value, dict):
         return any(_templated(v) for v in value.values())
     if isinstance(value, list):
@@ -284,7 +302,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, checked: prefli
 
 def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Preflight | None,
           notes: list[Finding] | None) -> list[HostVars]:
-    fast_config.check()
+    settings = fast_config.check()
     sources = [s if "," in s else os.path.abspath(s) for s in sources]
     if checked is None:
         try:
@@ -294,12 +312,12 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
     if checked.encrypted:
         raise Unsupported("vault-encrypted files")
     files = _Files([s for s in sources if "," not in s], checked)
-    inv = Inventory()
+    inv = Inventory(safe_group_names=settings.safe_group_names)
     for source in sources:
         _source(inv, source, files)
     inv.reconcile()
     if notes is not None:
-        notes.extend(invalid_names(inv.groups, [s for s in sources if "," not in s]))
+        notes.extend(invalid_names(inv.groups, [s for s in sources if "," not in s], inv.declared))
     depth = inv.depths()
     vars_files = _VarsFiles(sources, files)
     ancestors = {g: inv.ancestors(g) for g in inv.groups}

@@ -12,6 +12,11 @@ from ..hostvars import is_relevant
 from .fast_model import Inventory, expand_hosts
 from .fast_values import Origins, Unsupported, Var
 
+class Rejected(Unsupported):
+    """A line ansible-core's INI plugin refuses too: the file is not an INI inventory."""
+
+
+_MAX_RANGES = 100  # ansible-core expands host ranges recursively, one level per range: beyond this, let it decide
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:\#.*)?$")
 _GROUPNAME = re.compile(r"^([^:\]\s]+)\s*(?:\#.*)?$")
 
@@ -53,19 +58,19 @@ def _coerce(v: Any, path: tuple[Any, ...], origin: Origin, origins: Origins) -> 
     return v
 
 
-def parse(inv: Inventory, text: str, file: str) -> None:
+def parse(inv: Inventory, text: str | list[str], file: str) -> None:
     """Add one INI file's groups, hosts and variables to inv. Raises Unsupported on what Ansible rejects."""
     pending: dict[str, dict[str, Any]] = {}
     group, state = "ungrouped", "hosts"
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(text.splitlines() if isinstance(text, str) else text, 1):
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
         m = _SECTION.match(line)
         if m:
-            group, state = m.group(1), m.group(2) or "hosts"
+            group, state = inv.safe(m.group(1)), m.group(2) or "hosts"
             if state not in ("hosts", "children", "vars"):
-                raise Unsupported(f"INI section type {state}")
+                raise Rejected(f"INI section type {state}")
             if group not in inv.groups:
                 if state == "vars" and group not in pending:
                     pending[group] = {"state": state}
@@ -77,19 +82,19 @@ def parse(inv: Inventory, text: str, file: str) -> None:
                     del pending[group]
             continue
         if line.startswith("[") and line.endswith("]"):
-            raise Unsupported("invalid INI section")
+            raise Rejected("invalid INI section")
         origin = Origin(file, number)
         if state == "hosts":
             _hosts(inv, line, group, origin)
         elif state == "vars":
             if "=" not in line:
-                raise Unsupported("INI vars line without =")
+                raise Rejected("INI vars line without =")
             k, v = (e.strip() for e in line.split("=", 1))
             _set(inv, group, k, v, origin)
         else:
             g = _GROUPNAME.match(line)
             if not g:
-                raise Unsupported("INI children line")
+                raise Rejected("INI children line")
             child = g.group(1)
             if child in inv.groups:
                 inv.add_child(group, child)
@@ -98,15 +103,22 @@ def parse(inv: Inventory, text: str, file: str) -> None:
             else:
                 pending[child] = {"state": "children", "parents": [group]}
     if pending:
-        raise Unsupported("INI section names an undefined group")
+        raise Rejected("INI section names an undefined group")
 
 
 def _add_pending(inv: Inventory, group: str, pending: dict[str, dict[str, Any]]) -> None:
-    for parent in pending[group].get("parents", []):
-        inv.add_child(parent, group)
+    """ini._add_pending_children, with a stack for its recursion (same order of add_child calls)."""
+    stack = [(group, iter(pending[group].get("parents", [])))]
+    while stack:
+        current, parents = stack[-1]
+        parent = next(parents, None)
+        if parent is None:
+            stack.pop()
+            del pending[current]
+            continue
+        inv.add_child(parent, current)
         if parent in pending and pending[parent]["state"] == "children":
-            _add_pending(inv, parent, pending)
-    del pending[group]
+            stack.append((parent, iter(pending[parent].get("parents", []))))
 
 
 def _set(inv: Inventory, entity: str, name: str, text: str, origin: Origin) -> None:
@@ -120,15 +132,22 @@ def _hosts(inv: Inventory, line: str, group: str, origin: Origin) -> None:
     try:
         tokens = shlex.split(line, comments=True)
     except ValueError as exc:
-        raise Unsupported("INI host line") from exc
+        raise Rejected("INI host line") from exc
     if not tokens:
         raise Unsupported("INI host line")
+    if tokens[0].strip().endswith(":") and not tokens[0].strip()[:-1].endswith("]"):
+        raise Rejected(f"INI host pattern {tokens[0]!r} ends in ':'")
+    if tokens[0].count("[") > _MAX_RANGES:
+        raise Unsupported(f"INI host pattern with more than {_MAX_RANGES} ranges")
     pairs = []
     for token in tokens[1:]:
         if "=" not in token:
-            raise Unsupported("INI host variable without =")
+            raise Rejected("INI host variable without =")
         pairs.append(token.split("=", 1))
-    for host in expand_hosts(tokens[0]):
+    hosts = expand_hosts(tokens[0])
+    if any(host.strip() == "---" for host in hosts):
+        raise Rejected("INI host pattern '---' (a YAML document marker)")
+    for host in hosts:
         inv.add_host(host, group)
         for k, v in pairs:
             _set(inv, host, k, v, origin)

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import string
 from typing import Any
 
+from ..finding import Origin
 from ..hostvars import is_relevant
 from .fast_values import Unsupported, Var
+
+_INVALID_GROUP_CHARS = re.compile(r"^[\d\W]|[^\w]")  # ansible.constants.INVALID_VARIABLE_NAMES
 
 
 @dataclasses.dataclass
@@ -28,18 +32,29 @@ class Host:
 class Inventory:
     """Groups and hosts with their inventory-file variables (only pdlint's, plus group priorities)."""
 
-    def __init__(self) -> None:
+    def __init__(self, safe_group_names: bool = False) -> None:
         self.groups: dict[str, Group] = {}
         self.hosts: dict[str, Host] = {}
+        self.safe_group_names = safe_group_names  # force_valid_group_names: always / silently
+        self.declared: dict[str, Origin] = {}  # where each group name was first given (YAML keys)
         self.add_group("all")
         self.add_group("ungrouped")
         self.add_child("all", "ungrouped")
 
-    def add_group(self, name: Any) -> str:
+    def add_group(self, name: Any, origin: Origin | None = None) -> str:
+        """The group's name as ansible-core's Group keeps it (invalid characters replaced when configured)."""
         if not isinstance(name, str) or not name:
             raise Unsupported(f"group name {name!r}")
-        self.groups.setdefault(name, Group(name))
+        name = self.safe(name)
+        if name not in self.groups:
+            self.groups[name] = Group(name)
+            if origin is not None:
+                self.declared[name] = origin
         return name
+
+    def safe(self, name: str) -> str:
+        """to_safe_group_name under the configured force_valid_group_names."""
+        return _INVALID_GROUP_CHARS.sub("_", name) if self.safe_group_names else name
 
     def add_host(self, name: Any, group: str) -> None:
         if not isinstance(name, str) or not name:
@@ -66,12 +81,10 @@ class Inventory:
         if entity in self.groups:
             group = self.groups[entity]
             if name == "ansible_group_priority":
-                try:
+                try:  # Group.set_variable: int(value), and any failure fails the whole load
                     group.priority = int(raw)
-                except TypeError:
-                    pass
-                except ValueError as exc:
-                    raise Unsupported("ansible_group_priority is not a number") from exc
+                except Exception as exc:  # noqa: BLE001 - ansible-core reports it: its message is the load-error
+                    raise Unsupported(f"ansible_group_priority {raw!r} of group {entity} is not a number") from exc
                 return
             target = group.vars
         else:
@@ -102,17 +115,18 @@ class Inventory:
                 host.groups.append("ungrouped")
 
     def depths(self) -> dict[str, int]:
-        """Longest path from `all`: the depth ansible-core's add_child maintains."""
-        depth: dict[str, int] = {}
-
-        def of(name: str) -> int:
-            if name not in depth:
-                parents = self.groups[name].parents
-                depth[name] = max((of(p) + 1 for p in parents), default=0)
-            return depth[name]
-
-        for name in self.groups:
-            of(name)
+        """Longest path from `all`: the depth ansible-core's add_child maintains. Iterative (topological order):
+        a chain of groups may be as long as the file is."""
+        depth = {name: 0 for name in self.groups}
+        waiting = {name: len(g.parents) for name, g in self.groups.items()}
+        ready = [name for name, n in waiting.items() if n == 0]
+        while ready:
+            name = ready.pop()
+            for child in self.groups[name].children:
+                depth[child] = max(depth[child], depth[name] + 1)
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    ready.append(child)
         return depth
 
     def host_groups(self, host: Host) -> set[str]:
@@ -123,14 +137,25 @@ class Inventory:
 
 
 def expand_hosts(pattern: Any) -> list[str]:
-    """Host names of a pattern with [a:b] / [a:b:step] ranges, as ansible's expand_hostname_range."""
+    """Host names of a pattern with [a:b] / [a:b:step] ranges, as ansible's expand_hostname_range.
+
+    One range at a time over the whole list (ansible-core recurses once per range; every name of one step has
+    the same ranges left, so this keeps its order without recursing on the number of ranges)."""
     if not isinstance(pattern, str):
         raise Unsupported(f"host pattern {pattern!r}")
     outside = pattern.split("[")[0] + "".join(p.split("]", 1)[-1] for p in pattern.split("[")[1:])
     if ":" in outside or pattern.startswith("[") or pattern.endswith(":"):
         raise Unsupported(f"host pattern with a port or IPv6 address: {pattern}")
-    if "[" not in pattern:
-        return [pattern]
+    names = [pattern]
+    while "[" in names[0]:
+        names = [name for ranged in names for name in _expand_first(ranged)]
+        if not names:
+            break
+    return names
+
+
+def _expand_first(pattern: str) -> list[str]:
+    """The names of a pattern's first range (the rest left as they are)."""
     try:
         head, nrange, tail = pattern.replace("[", "|", 1).replace("]", "|", 1).split("|")
     except ValueError as exc:
@@ -153,8 +178,4 @@ def expand_hosts(pattern: Any) -> list[str]:
             seq = range(int(beg), int(end) + 1, int(step))
     except ValueError as exc:
         raise Unsupported(f"host range {pattern}") from exc
-    names: list[str] = []
-    for item in seq:
-        name = head + (str(item).zfill(width) if width else str(item)) + tail
-        names.extend(expand_hosts(name) if "[" in name else [name])
-    return names
+    return [head + (str(item).zfill(width) if width else str(item)) + tail for item in seq]

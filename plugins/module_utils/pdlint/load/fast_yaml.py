@@ -5,6 +5,7 @@ from typing import Any
 
 import yaml
 
+from ..finding import Origin
 from ..hostvars import is_relevant
 from .fast_model import Inventory, expand_hosts
 from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, scalar
@@ -22,6 +23,15 @@ class _Nodes:
         if not isinstance(node, yaml.MappingNode):
             return None
         return {key: None if self.null(v) else v for key, v in items(node)}
+
+    def key_origins(self, node: Any) -> dict[Any, Origin]:
+        """Where each key of a mapping is written (its first occurrence, as the dict keeps the first key)."""
+        found: dict[Any, Origin] = {}
+        if isinstance(node, yaml.MappingNode):
+            for key_node, _ in node.value:
+                mark = key_node.start_mark
+                found.setdefault(scalar(key_node), Origin(self.file, mark.line + 1, mark.column + 1))
+        return found
 
     def null(self, node: Any) -> bool:
         return node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null")
@@ -54,6 +64,9 @@ class _Json:
     def mapping(self, node: Any) -> dict[Any, Any] | None:
         return dict(node) if isinstance(node, dict) else None
 
+    def key_origins(self, node: Any) -> dict[Any, Origin]:
+        return {}  # JSON keys carry no position: groups.invalid_names finds the line, for both loaders alike
+
     def null(self, node: Any) -> bool:
         return node is None
 
@@ -73,6 +86,16 @@ class _Json:
         pass
 
 
+def is_inventory(doc: Any, is_json: bool) -> bool:
+    """What the yaml plugin accepts at the top: a non-empty mapping without a `plugin` key (else Ansible tries INI)."""
+    if is_json:
+        return isinstance(doc, dict) and bool(doc) and not doc.get("plugin")
+    if not isinstance(doc, yaml.MappingNode) or not doc.value:
+        return False
+    plugin = next((v for k, v in doc.value if isinstance(k, yaml.ScalarNode) and k.value == "plugin"), None)
+    return plugin is None or _Nodes("").falsy(plugin)
+
+
 def parse(inv: Inventory, doc: Any, file: str, is_json: bool) -> None:
     """Add one inventory file's groups, hosts and variables to inv. Raises Unsupported."""
     a: Any = _Json(file) if is_json else _Nodes(file)
@@ -81,8 +104,9 @@ def parse(inv: Inventory, doc: Any, file: str, is_json: bool) -> None:
         raise Unsupported("empty or non-mapping YAML inventory")
     if "plugin" in data and not a.falsy(data["plugin"]):
         raise Unsupported("inventory plugin configuration file")
+    origins = a.key_origins(doc)
     for name, node in data.items():
-        _group(inv, a, name, node)
+        _group(inv, a, name, node, origins.get(name))
 
 
 def _set(inv: Inventory, a: Any, entity: str, name: Any, node: Any) -> None:
@@ -94,12 +118,12 @@ def _set(inv: Inventory, a: Any, entity: str, name: Any, node: Any) -> None:
         a.skip(node)
 
 
-def _group(inv: Inventory, a: Any, name: Any, node: Any) -> Any:
+def _group(inv: Inventory, a: Any, name: Any, node: Any, origin: Origin | None) -> Any:
     gdata = a.mapping(node)
     if gdata is None and not a.null(node):
         a.skip(node)
         return name  # Ansible warns and skips it
-    name = inv.add_group(name)
+    name = inv.add_group(name, origin)
     if gdata is None:
         return name
     for section in _SECTIONS:
@@ -118,8 +142,9 @@ def _group(inv: Inventory, a: Any, name: Any, node: Any) -> Any:
             for var, vnode in entries.items():
                 _set(inv, a, name, var, vnode)
         elif key == "children":
+            origins = {} if isinstance(value, _Wrapped) else a.key_origins(value)
             for sub, snode in entries.items():
-                inv.add_child(name, _group(inv, a, sub, snode))
+                inv.add_child(name, _group(inv, a, sub, snode, origins.get(sub)))
         elif key == "hosts":
             for pattern, hnode in entries.items():
                 hvars = a.mapping(hnode)

@@ -58,6 +58,30 @@ def text_of(data: bytes, path: str, limits: Limits) -> str:
                      "save the file as UTF-8", line, column) from None
 
 
+def ini_lines(data: bytes, path: str, limits: Limits) -> list[str] | None:
+    """The lines ansible-core's INI plugin reads from a file that is not UTF-8, else None (text_of decides).
+
+    Each line is decoded alone and a line whose first byte is # or ; is read as empty, whatever its bytes
+    (ansible-core issue 17593); any other undecodable line fails the INI plugin too."""
+    if len(data) > limits.max_file_bytes or b"\0" in data:
+        return None
+    try:
+        data.decode("utf-8")
+        return None
+    except UnicodeDecodeError:
+        pass
+    result = []
+    for line in data.splitlines():
+        if line[:1] in (b"#", b";"):
+            result.append("")
+            continue
+        try:
+            result.append(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None
+    return result
+
+
 @dataclasses.dataclass
 class _Collection:
     is_map: bool

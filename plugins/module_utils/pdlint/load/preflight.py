@@ -45,6 +45,10 @@ class Preflight:
     encrypted: list[str] = dataclasses.field(default_factory=list)
     texts: dict[str, str] = dataclasses.field(default_factory=dict)  # path as walked -> UTF-8 text
     vars_files: list[str] = dataclasses.field(default_factory=list)  # group_vars/host_vars files, as walked
+    # Inventory files that only ansible-core's INI plugin can read: not UTF-8 (the lines it reads), or not YAML
+    # though named .yml (the YAML syntax error, reported if the INI plugin rejects the file too).
+    ini_lines: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    yaml_errors: dict[str, Finding] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -135,19 +139,26 @@ def _inventory_files(directory: str, chain: tuple[str, ...], walk: _Walk) -> Ite
             yield from _inventory_files(path, inner, walk)
 
 
-def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Preflight, limits: Limits) -> None:
+def _script(path: str, data: bytes, allow_dynamic: bool) -> bool:
+    """True for an executable inventory script (allowed), Refused unless dynamic inventories are allowed."""
     if data.startswith(b"#!") and os.access(path, os.X_OK):
         if not allow_dynamic:
             raise refuse(path, "executable inventory script: not run", ALLOW_DYNAMIC, 1, 1)
+        return True
+    return False
+
+
+def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Preflight, limits: Limits) -> None:
+    if _script(path, data, allow_dynamic):
         return
     ext = os.path.splitext(path)[1]
     if ext and ext not in _YAML_EXT:
         return  # INI, TOML: no aliases; Ansible's parser reports its own errors
     scan = guard.scan_yaml(text, path, limits)
-    if scan.syntax_error is not None:
+    if scan.syntax_error is not None:  # Ansible tries its YAML plugin, then the INI one
         if ext:
-            raise Refused(scan.syntax_error)
-        return  # no extension: Ansible tries YAML, then INI
+            found.yaml_errors[path] = scan.syntax_error
+        return
     found.findings.extend(scan.duplicates)
     if "plugin" in scan.top_keys and not allow_dynamic:
         raise refuse(path, "inventory plugin configuration: dynamic inventory plugins are not loaded",
@@ -189,6 +200,12 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool) -
         if data.lstrip().startswith(guard.VAULT_HEADER):
             found.encrypted.append(path)
             continue
+        if path in inventory_set:
+            lines = guard.ini_lines(data, path, limits)
+            if lines is not None:  # not UTF-8, but ansible-core's INI plugin reads it
+                found.ini_lines[path] = lines
+                _script(path, data, allow_dynamic)
+                continue
         text = guard.text_of(data, path, limits)
         found.texts[path] = text
         if path in inventory_set:
@@ -235,3 +252,54 @@ def compose(path: str | os.PathLike[str], checked: Preflight | None = None, limi
                                 "fix the YAML syntax at this position")) from None
     except yaml.YAMLError as exc:
         raise LoadError(Finding(Origin(display_path(path)), "load-error", "error", f"YAML error: {exc}")) from None
+
+
+def vars_file_error(path: str, text: str, docs: list[Any]) -> Finding | None:
+    """Why ansible-core's host_group_vars cannot use a vars file it loads, as a load-error naming the file and
+    line: several YAML documents, or a value other than a mapping that is not empty (null, false, 0, '', []).
+    Shared by both loaders so they report it alike (ansible-core's own error has no file or line)."""
+    import json
+
+    import yaml
+
+    shown = display_path(path)
+    try:
+        data = json.loads(text)  # Ansible tries JSON first
+    except ValueError:
+        pass
+    else:
+        if not data or isinstance(data, dict):
+            return None
+        return Finding(Origin(shown, 1, 1), "load-error", "error",
+                       f"vars file holds a {type(data).__name__}, not a mapping of variable names",
+                       "make the file a mapping (name: value), or empty")
+    if len(docs) > 1:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        try:
+            yaml.compose(text, Loader=loader)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark
+            return Finding(Origin(shown, mark.line + 1 if mark else None, mark.column + 1 if mark else None),
+                           "load-error", "error", f"vars file holds {len(docs)} YAML documents; Ansible reads one",
+                           "remove the '---' line that starts the second document, or split the file")
+    if not docs:
+        return None
+    node = docs[0]
+    if isinstance(node, yaml.MappingNode):
+        return None
+    if isinstance(node, yaml.SequenceNode) and node.tag == "tag:yaml.org,2002:seq":
+        empty, kind = not node.value, "list"
+    elif isinstance(node, yaml.ScalarNode) and node.tag.startswith("tag:yaml.org,2002:"):
+        try:
+            value = yaml.SafeLoader("").construct_object(node)
+        except yaml.YAMLError:
+            return None
+        empty, kind = not value, type(value).__name__
+    else:
+        return None  # other tags: the loaders decide
+    if empty:
+        return None
+    mark = node.start_mark
+    return Finding(Origin(shown, mark.line + 1, mark.column + 1), "load-error", "error",
+                   f"vars file holds a {kind}, not a mapping of variable names",
+                   "make the file a mapping (name: value), or empty")

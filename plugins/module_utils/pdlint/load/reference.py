@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
@@ -86,24 +86,60 @@ def _sandbox() -> None:
     _jinja_common._TemplateConfig.sandbox_mode = _jinja_common._SandboxMode.DEFAULT
 
 
-def _loader(skip: set[str]) -> Any:
-    """ansible-core's DataLoader, reading vault-encrypted files in skip as empty (no password was given)."""
+def _loader(skip: set[str], checked: preflight.Preflight) -> Any:
+    """ansible-core's DataLoader, reading vault-encrypted files in skip as empty (no password was given), and
+    naming the vars file (and line) that host_group_vars cannot use, as the fast loader does."""
     from ansible.parsing.dataloader import DataLoader
+
+    vars_files = {os.path.realpath(p): p for p in checked.vars_files}
 
     class Loader(DataLoader):
         def load_from_file(self, file_name: str, *args: Any, **kwargs: Any) -> Any:
-            if os.path.realpath(self.path_dwim(file_name)) in skip:
+            real = os.path.realpath(self.path_dwim(file_name))
+            if real in skip:
                 return {}
-            return super().load_from_file(file_name, *args, **kwargs)
+            try:
+                data = super().load_from_file(file_name, *args, **kwargs)
+            except Exception:
+                _check_vars_file(real, vars_files)
+                raise
+            if data and not isinstance(data, Mapping):
+                _check_vars_file(real, vars_files)
+            return data
 
     return Loader()
 
 
-def _failure(exc: BaseException, warnings: list[Any]) -> Finding:
+def _check_vars_file(real: str, vars_files: dict[str, str]) -> None:
+    """Raise the shared load-error of a vars file ansible-core could not use."""
+    if real not in vars_files:
+        return
+    text, docs = preflight.compose(real)
+    error = preflight.vars_file_error(real, text, docs)
+    if error is not None:
+        raise LoadError(error)
+
+
+def _load_error(exc: BaseException) -> LoadError | None:
+    """A LoadError raised inside ansible-core (from the DataLoader above), wrapped by whatever called it."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, LoadError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _failure(exc: BaseException, warnings: list[Any], yaml_errors: Mapping[str, Finding]) -> Finding:
     """The load-error for a failed load: the parser's own complaint rather than 'Completely failed'."""
     origin = _error_origin(exc)
     message = _message(exc)
     if message.startswith("Completely failed to parse inventory source"):
+        failed = message.rsplit(" ", 1)[-1]
+        if failed in yaml_errors:  # named .yml but not YAML, and the INI plugin refused it too: the YAML error
+            return yaml_errors[failed]
         causes = [w.event for w in warnings if "Failed to parse inventory with" in w.event.msg]
         # The INI parser's complaint is the useful one for files without a YAML extension, else the YAML one.
         source = message.rsplit(" ", 1)[-1]
@@ -121,15 +157,26 @@ def _failure(exc: BaseException, warnings: list[Any]) -> Finding:
     return Finding(origin=origin, rule="load-error", severity="error", message=message)
 
 
+# What each of the INI plugin's errors quotes from the offending line.
+_QUOTED = (r"(?:got: |definition ')(.+?)'?(?::|$)", r"^Invalid host pattern '(.+?)' supplied",
+           r"includes undefined group '(.+)'\.$", r"^(Section \[[^\]]+\]) not valid", r"^(Section \[[^\]]+\]) has",
+           r"^Invalid section entry: '(.+?)'\.")
+
+
 def _line_of(source: str, message: str) -> Origin | None:
     """The line an INI parse error quotes (ansible-core 2.19 drops the line number)."""
-    quoted = re.search(r"(?:got: |definition ')(.+?)'?(?::|$)", message)
+    quoted = next((m for m in (re.search(p, message) for p in _QUOTED) if m), None)
     if not quoted or not os.path.isfile(source):
         return None
     fragment = quoted.group(1).strip()
+    if fragment.startswith("Section ["):
+        fragment = fragment[len("Section "):]
+    exact = "undefined group" in message and "Section [" in message and "includes" in message
     try:
         with open(source, encoding="utf-8", errors="replace") as fh:
             for number, text in enumerate(fh, 1):
+                if exact and text.split("#")[0].strip() != fragment:  # the child line, not its section
+                    continue
                 if fragment and fragment in text:
                     return Origin(display_path(source), number, text.index(fragment) + 1)
     except OSError:
@@ -179,7 +226,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
     captured = DeferredWarningContext(variables={})
     try:
         with captured:
-            loader = _loader(skip)
+            loader = _loader(skip, checked)
             vault.secrets(password, loader)
             # Ansible also reads group_vars beside the "playbook directory", the loader's basedir ('.' by
             # default, cached by that relative name across calls): make it the inventory's own directory.
@@ -198,7 +245,10 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
                 result.append(_sealed(tagged.host_vars(host.name, host_variables, render), encrypted))
             return result
     except AnsibleError as exc:
-        raise LoadError(_failure(exc, captured.get_warnings())) from exc
+        inner = _load_error(exc)
+        if inner is not None:
+            raise inner from None
+        raise LoadError(_failure(exc, captured.get_warnings(), checked.yaml_errors)) from exc
 
 
 def _sealed(hv: HostVars, encrypted: set[str]) -> HostVars:

@@ -75,7 +75,7 @@ def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | 
     origin = origin_of(value)
     if origin is not None:
         origins[path] = origin
-    if render is not None and isinstance(value, str) and ("{{" in value or "{%" in value):
+    if render is not None and isinstance(value, str) and ("{{" in value or "{%" in value or "{#" in value):
         rendered = render(value)
         if isinstance(rendered, Unresolved):
             return rendered
