@@ -119,12 +119,12 @@ HMA_DEFAULT: Timeline[str] = Timeline(
 # KVConnectorFactory's answer to a name it does not register (no kv_connector_module_path).
 UNKNOWN_NAME: Timeline[str] = Timeline(
     "unregistered kv_connector",
-    ("0.8.5", "KeyError", "factory.py KVConnectorFactory.create_connector_v1 (cls._registry[connector_name])",
+    ("0.8.5", "KeyError: '{name}'", "factory.py KVConnectorFactory.create_connector_v1 (cls._registry[connector_name])",
      "KeyError at engine start; kv_connector_module_path does not exist"),
-    ("0.9.0", "ValueError: Unsupported connector type", "factory.py KVConnectorFactory.create_connector_v1 / "
+    ("0.9.0", "ValueError \"Unsupported connector type: {name}\"", "factory.py KVConnectorFactory.create_connector_v1 / "
      "get_connector_class", "ValueError \"Unsupported connector type\" unless kv_connector_module_path is set; a "
      "registered name wins over the module path"),
-    ("0.20.0", "ValueError: Unsupported connector type", "factory.py KVConnectorFactory."
+    ("0.20.0", "ValueError \"Unsupported connector type: {name}\"", "factory.py KVConnectorFactory."
      "_get_connector_class_with_compat / get_connector_class", "ValueError \"Unsupported connector type\" unless "
      "kv_connector_module_path is set, which now wins over the registry; an empty module path is a ValueError"),
 )
@@ -181,8 +181,22 @@ def module_path_honoured(release: Release) -> bool:
     return release >= R("0.9.0")
 
 
+def empty_module_path(name: str, release: Release) -> str | None:
+    """What kv_connector_module_path "" does in release (None: nothing; factory.py, UNKNOWN_NAME)."""
+    if release >= UNKNOWN_NAME.steps[-1].since:
+        return f"kv_connector_module_path cannot be an empty string (ValueError in vLLM {release})"
+    if module_path_honoured(release) and not registered(name, release):
+        return (f"kv_connector_module_path is an empty string and vLLM {release} does not register {name}: "
+                "importlib.import_module('') raises ValueError \"Empty module name\"")
+    return None
+
+
 def _presence(name: str) -> list[tuple[str, str | None]]:
     return spans_of(lambda r: ("V0" if is_v0(name, r) else "V1") if registered(name, r) else None)
+
+
+def ever_registered(name: str) -> bool:
+    return any(name in s.value for s in NAMES.steps)
 
 
 def story(name: str, release: Release) -> str:
