@@ -98,7 +98,7 @@ def _unknown(error: Any) -> Iterator[Problem]:
     patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
     # Keys are not always strings (a play's hostvars can hold {1: ...}); compare and sort their text.
     extras = [k for k in error.instance if k not in known and not any(p.search(str(k)) for p in patterns)]
-    if path and path[-1] == _KV:
+    if path and path[-1] in (_KV, "vllm_" + _KV):
         return  # release-aware: _kv_keys says what the host's vLLM release does with them
     for key in sorted(extras, key=str):
         close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)

@@ -139,6 +139,11 @@ def canonical(name: str | None, release: Release = NEWEST) -> str | None:
     return ALIASES.at(release).get(name, name) if name else name
 
 
+def same_class(a: str | None, b: str | None, ia: Instance, ib: Instance) -> bool:
+    """Two kv_connector names give one class, each side resolving aliases in its own release (ALIASES)."""
+    return canonical(a, release_of(ia) or NEWEST) == canonical(b, release_of(ib) or NEWEST)
+
+
 def kind_of(name: str | None) -> str | None:
     """Connector family of a kv_connector name: nixl, moriio, mooncake, p2p-nccl, lmcache, or the class name."""
     cls = canonical(name)  # the newest aliases: a family is the same in every release
