@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
+import vllm_source
 from pdlint.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.vllm import mooncake, p2p, ports
 from pdlint.vllm.releases import KNOWN, R, Release
-
-import vllm_source
 
 KV = vllm_source.KV
 MOONCAKE = [r for r in KNOWN if r >= R("0.13.0")]
@@ -43,12 +41,12 @@ def _connector(release: Release) -> str:
     return old if (_root(release) / old).exists() else f"{KV}/v1/mooncake/mooncake_connector.py"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _text(release: Release, relpath: str) -> str:
     return (_root(release) / relpath).read_text(encoding="utf-8")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _lift(release: Release, relpath: str, names: frozenset[str], klass: str | None = None) -> dict[str, Any]:
     """vllm_source.lift, once per release and file (lifting parses the whole file)."""
     return vllm_source.lift(_root(release), relpath, set(names), klass=klass)
@@ -134,7 +132,8 @@ def _vllm_region_error(release: Release, p: int, d: int, k: int, mla: bool, bp: 
     utils = f"{KV}/utils.py"
     if "def local_replicates_kv_cache" in _text(release, utils):
         rep = _lift(release, utils, frozenset({"local_replicates_kv_cache"}), "TransferTopology")
-        replicated = rep["local_replicates_kv_cache"](types.SimpleNamespace(is_mla=mla, tp_size=p, total_num_kv_heads=k))
+        me = types.SimpleNamespace(is_mla=mla, tp_size=p, total_num_kv_heads=k)
+        replicated = rep["local_replicates_kv_cache"](me)
     else:
         rep = _lift(release, utils, frozenset({"is_kv_replicated", "replicates_kv_cache"}), "TpKVTopology")
         me = types.SimpleNamespace(is_mla=mla, total_num_kv_heads=k, remote_tp_size={"p": p})
@@ -193,6 +192,7 @@ def _namespace(**kw: Any) -> types.SimpleNamespace:
 @pytest.mark.parametrize("release", MOONCAKE, ids=str)
 def test_mooncake_ports(release: Release) -> None:
     relpath = _connector(release)
+    state = {"rank": 0}  # the TP rank the lifted functions' stubs report
     for tp, dp, role in itertools.product((1, 2, 4), (1, 2), ("kv_producer", "kv_both", "kv_consumer")):
         hv = HostVars("p", {"vllm_pd_deployment": "x", "vllm_pd_role": "prefill", "vllm_version": release.text,
                             "vllm_tensor_parallel_size": tp, "vllm_data_parallel_size": dp, "vllm_port": None,
@@ -209,7 +209,6 @@ def test_mooncake_ports(release: Release) -> None:
                 for i in range(dp) for rank in range(tp))
         else:
             want = []
-            state = {"rank": 0}
             stubs = {"is_local_first_rank": lambda: state["rank"] == 0,
                      "get_tensor_model_parallel_rank": lambda: state["rank"],
                      "get_pp_group": lambda: _namespace(rank_in_group=0), "envs": envs}

@@ -11,15 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
+import vllm_source
 from pdlint import schema
 from pdlint.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.vllm import kvconfig, registry
 from pdlint.vllm.releases import KNOWN, Release
-
-import vllm_source
 
 ROOTS = {r: vllm_source.source(r) for r in KNOWN}
 pytestmark = pytest.mark.skipif(any(v is None for v in ROOTS.values()),
@@ -171,7 +169,8 @@ def test_kv_role_messages(release: Release) -> None:
 
 def _findings(release: Release, kv: dict[str, Any], **more: Any) -> list[Any]:
     hosts = [HostVars(name, {"vllm_pd_deployment": "x", "vllm_pd_role": role, "vllm_version": release.text,
-                             "vllm_kv_transfer_config": kv, **more}) for name, role in (("p", "prefill"), ("d", "decode"))]
+                             "vllm_kv_transfer_config": kv, **more})
+             for name, role in (("p", "prefill"), ("d", "decode"))]
     topo, _ = build(hosts)
     return [f for rule in REGISTRY.values() for f in rule.check(topo) if "p" in f.hosts]
 

@@ -5,10 +5,10 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from ..model import Instance, Topology
 from ..vllm import mooncake, p2p
 from ..vllm import registry as connectors
 from ..vllm.releases import NEWEST, Release
-from ..model import Instance, Topology
 from .base import Hit, hit, rule, words
 
 _MORIIO_INTS = ("http_port", "handshake_port", "notify_port", "proxy_ping_port",
@@ -104,8 +104,8 @@ def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     """(extra key, message, hint) for each setting MoRIIOConnector cannot use (moriio_common.py)."""
     extra = inst.extra
     if "http_port" not in extra:
-        yield ("kv_connector_extra_config", "MoRIIO reads kv_connector_extra_config['http_port'] unconditionally "
-               "(KeyError at worker start)", f"set http_port to the instance's API port ({inst.port})")
+        yield ("kv_connector_extra_config", ("MoRIIO reads kv_connector_extra_config['http_port'] unconditionally "
+               "(KeyError at worker start)"), f"set http_port to the instance's API port ({inst.port})")
     for key in _MORIIO_INTS:
         if key in extra and extra[key] not in (None, "") and _as_int(extra[key]) is None:
             yield (f"extra.{key}", f"MoRIIO {key} {extra[key]!r} is not an integer (vLLM calls int() on it)",
@@ -139,8 +139,8 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     if kind == "nixl" and "enforce_handshake_compat" in extra and not isinstance(extra["enforce_handshake_compat"], bool):
         value = extra["enforce_handshake_compat"]
         yield ("extra.enforce_handshake_compat",
-               f"NIXL enforce_handshake_compat {value!r} is not a boolean; vLLM tests its truthiness, so "
-               f"{value!r} means {bool(value)}", "write enforce_handshake_compat: true or false (unquoted)")
+               (f"NIXL enforce_handshake_compat {value!r} is not a boolean; vLLM tests its truthiness, so "
+               f"{value!r} means {bool(value)}"), "write enforce_handshake_compat: true or false (unquoted)")
     if kind == "mooncake" and extra.get("bootstrap_server_address") is not None and \
             mooncake.reads_bootstrap_address(release):
         address = str(extra["bootstrap_server_address"])
@@ -155,9 +155,9 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
             yield ("kv_connector_extra_config", missing, f"set http_port to the instance's API port ({inst.port})")
     if connectors.hma_rejected(inst):
         yield ("disable_hybrid_kv_cache_manager",
-               f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
+               (f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
                "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
-               "HMA is enabled\")", "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset")
+               "HMA is enabled\")"), "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset")
 
 
 @rule("connector[config]")

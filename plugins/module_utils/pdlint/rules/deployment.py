@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import registry as connectors
 from ..model import Topology
+from ..vllm import registry as connectors
 from .base import Hit, hit, rule
 
 

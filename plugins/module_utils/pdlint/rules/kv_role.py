@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..model import Topology
+from ..spec import KV_ROLES
 from ..vllm import kvconfig
 from ..vllm import registry as connectors
 from ..vllm.releases import NEWEST
-from ..model import Topology
-from ..spec import KV_ROLES
 from .base import Hit, hit, rule
 
 _WRONG = {"prefill": "kv_consumer", "decode": "kv_producer"}

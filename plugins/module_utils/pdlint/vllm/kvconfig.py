@@ -6,6 +6,8 @@ tests/test_vllm_registry.py reads them again and compares.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .releases import Release, Timeline
 
 _C = "KVTransferConfig"
@@ -33,12 +35,12 @@ EXTRA: Timeline[str] = Timeline(
     "unknown KVTransferConfig keys",
     ("0.8.5", "ignored", f"config.py {_C}.from_cli (model_validate_json, pydantic's default extra='ignore')",
      "silently ignored"),
-    ("0.9.0", "rejected", "engine/arg_utils.py _get_kwargs (`f(**json.loads(x))` on the dataclass: TypeError, "
-     "argparse \"invalid <lambda> value\")", "rejected: the dataclass gets an unexpected keyword argument"),
+    ("0.9.0", "rejected", ("engine/arg_utils.py _get_kwargs (`f(**json.loads(x))` on the dataclass: TypeError, "
+     "argparse \"invalid <lambda> value\")"), "rejected: the dataclass gets an unexpected keyword argument"),
     ("0.9.1", "ignored", "engine/arg_utils.py parse_dataclass (TypeAdapter(cls).validate_json, extra='ignore')",
      "silently ignored"),
-    ("0.16.0", "rejected", "config/utils.py config (ConfigDict(extra=\"forbid\")); engine/arg_utils.py "
-     "parse_dataclass", "rejected: \"Extra inputs are not permitted\""),
+    ("0.16.0", "rejected", ("config/utils.py config (ConfigDict(extra=\"forbid\")); engine/arg_utils.py "
+     "parse_dataclass"), "rejected: \"Extra inputs are not permitted\""),
 )
 
 # KVTransferConfig.__post_init__ (model_post_init in 0.8.5): kv_connector without kv_role.
@@ -53,8 +55,8 @@ ROLE_REQUIRED: Timeline[str] = Timeline(
 ROLE_INVALID: Timeline[str] = Timeline(
     "kv_role not kv_producer, kv_consumer or kv_both",
     ("0.8.5", "Unsupported kv_role", f"config.py {_C}.model_post_init", "ValueError \"Unsupported kv_role\""),
-    ("0.9.1", "Input should be 'kv_producer', 'kv_both' or 'kv_consumer'", "engine/arg_utils.py parse_dataclass "
-     "(the KVRole Literal fails pydantic validation first)", "pydantic literal_error on the CLI"),
+    ("0.9.1", "Input should be 'kv_producer', 'kv_both' or 'kv_consumer'", ("engine/arg_utils.py parse_dataclass "
+     "(the KVRole Literal fails pydantic validation first)"), "pydantic literal_error on the CLI"),
 )
 
 
@@ -75,3 +77,21 @@ def unknown_key(key: str, release: Release) -> tuple[str, str] | None:
                else "TypeError: unexpected keyword argument")
         return "error", f"{what}; vLLM {release} rejects it ({how})"
     return "warning", f"{what}; vLLM {release} silently ignores it, so the setting has no effect"
+
+
+def _declare() -> None:
+    """The timelines of this module and the registry that decide rules (pdlint rules ID, rules-provenance.md)."""
+    from . import registry
+    from .pair import history
+
+    declared: tuple[tuple[str, Timeline[Any]], ...] = (("connector[unknown]", registry.documented(registry.NAMES)),
+                              ("connector[unknown]", registry.UNKNOWN_NAME),
+                              ("connector[config]", registry.HMA_DEFAULT),
+                              ("connector[config]", registry.documented(registry.SUPPORTS_HMA)),
+                              ("deployment[connector]", registry.ALIASES), ("kv-role[missing]", ROLE_REQUIRED),
+                              ("kv-role[invalid]", ROLE_INVALID), ("schema", FIELDS), ("schema", EXTRA))
+    for rule_id, timeline in declared:
+        history(rule_id, timeline)
+
+
+_declare()

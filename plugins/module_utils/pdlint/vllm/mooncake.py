@@ -18,21 +18,21 @@ BOOTSTRAP_PORT = 8998  # envs.VLLM_MOONCAKE_BOOTSTRAP_PORT default (0.13.0+)
 TP: Timeline[str] = history("tp-ratio[mooncake]", Timeline(
     "Mooncake prefill TP != decode TP",
     ("0.13.0", "unchecked", f"{_OLD} MooncakeConnectorWorker.group_kv_pull (remote_port + self.tp_rank)",
-     "no check: decode rank r pulls from prefill rank r's port, so unequal TP hangs or moves the wrong KV "
-     "(pdlint: error)"),
-    ("0.16.0", "unsupported", f"{_C} MooncakeConnectorWorker.receive_kv / resolve_need_send; "
-     "kv_connector/utils.py TpKVTopology.tp_ratio",
-     "NotImplementedError \"Mooncake: Heterogeneous TP is not supported yet.\" (a TP pair that is not a whole "
-     "ratio fails TpKVTopology.tp_ratio's divisibility assert first)"),
+     ("no check: decode rank r pulls from prefill rank r's port, so unequal TP hangs or moves the wrong KV "
+     "(pdlint: error)")),
+    ("0.16.0", "unsupported", (f"{_C} MooncakeConnectorWorker.receive_kv / resolve_need_send; "
+     "kv_connector/utils.py TpKVTopology.tp_ratio"),
+     ("NotImplementedError \"Mooncake: Heterogeneous TP is not supported yet.\" (a TP pair that is not a whole "
+     "ratio fails TpKVTopology.tp_ratio's divisibility assert first)")),
     ("0.19.0", "ratio", f"{_C} _get_tp_ratio",
-     "either direction when the larger TP is a multiple of the smaller (\"Local/Remote tensor parallel size X is "
-     "not divisible by ...\")"),
+     ("either direction when the larger TP is a multiple of the smaller (\"Local/Remote tensor parallel size X is "
+     "not divisible by ...\")")),
 ))
 PP: Timeline[str] = history("tp-ratio[mooncake]", Timeline(
     "Mooncake pipeline parallelism",
-    ("0.13.0", "unchecked", f"{_OLD} MooncakeConnectorWorker.register_kv_caches (sender at side_channel_port + "
-     "tp_rank, whatever the PP stage)", "no check: every PP stage of a TP rank binds the same sender port and decode "
-     "pulls from one of them (pdlint: error)"),
+    ("0.13.0", "unchecked", (f"{_OLD} MooncakeConnectorWorker.register_kv_caches (sender at side_channel_port + "
+     "tp_rank, whatever the PP stage)"), ("no check: every PP stage of a TP rank binds the same sender port and decode "
+     "pulls from one of them (pdlint: error)")),
     ("0.16.0", "rejected", f"{_C} MooncakeConnectorWorker.__init__",
      "ValueError \"Mooncake Transfer Engine does not support pipeline parallelism yet.\""),
     ("0.24.0", "supported", f"{_C} MooncakeConnectorWorker (remote_pp_size)", "pipeline parallelism supported"),
@@ -43,12 +43,12 @@ PP: Timeline[str] = history("tp-ratio[mooncake]", Timeline(
 REGIONS: Timeline[str] = history("tp-ratio[mooncake]", Timeline(
     "Mooncake KV region lengths with heterogeneous TP",
     ("0.13.0", "none", f"{_OLD} _send_blocks", "no region check (unequal TP is reported above)"),
-    ("0.19.0", "replicated-ge", f"{_C} _validate_asymmetric_region_lengths; kv_connector/utils.py "
-     "TpKVTopology.replicates_kv_cache (tp // K >= 1)",
-     "a GQA pair whose decode TP exceeds K while prefill TP < K and < decode TP fails every transfer "
-     "(\"Mooncake source KV region length does not match the consumer TP ratio\")"),
-    ("0.20.0", "replicated-gt", f"{_C} _validate_asymmetric_region_lengths; kv_connector/utils.py "
-     "TransferTopology.local_replicates_kv_cache (tp > K)",
+    ("0.19.0", "replicated-ge", (f"{_C} _validate_asymmetric_region_lengths; kv_connector/utils.py "
+     "TpKVTopology.replicates_kv_cache (tp // K >= 1)"),
+     ("a GQA pair whose decode TP exceeds K while prefill TP < K and < decode TP fails every transfer "
+     "(\"Mooncake source KV region length does not match the consumer TP ratio\")")),
+    ("0.20.0", "replicated-gt", (f"{_C} _validate_asymmetric_region_lengths; kv_connector/utils.py "
+     "TransferTopology.local_replicates_kv_cache (tp > K)"),
      "the same, now also when prefill TP == K (prefill's KV counts as replicated only when TP > K)"),
     ("0.30.0", "clamped", f"{_C} _validate_asymmetric_region_lengths (min(tp, K))",
      "both TPs are clamped to K first: the GQA pairs above work"),
@@ -83,20 +83,18 @@ def tp_ratio(local: int, remote: int) -> int:
 def region_error(p: Side, d: Side, release: Release) -> str | None:
     """The error send_kv_to_decode answers on prefill (local) for decode (remote), from region lengths."""
     mode = REGIONS.at(release)
-    k = p.kv_heads
-    if mode == "none" or p.mla is None or (k is None and not p.mla):
+    if mode == "none" or p.mla is None or (p.kv_heads is None and not p.mla):
         return None
+    k = p.kv_heads or 1  # MLA: one latent head, replicated on every rank
     block_p, block_d = p.block_size or 16, d.block_size or 16
-    heads_p = 1 if p.mla else per_rank_heads(p.tp, k)  # type: ignore[arg-type]
-    heads_d = 1 if d.mla else per_rank_heads(d.tp, k)  # type: ignore[arg-type]
+    heads_p = 1 if p.mla else per_rank_heads(p.tp, k)
+    heads_d = 1 if d.mla else per_rank_heads(d.tp, k)
     local, remote = block_p * heads_p, block_d * heads_d
     lt, rt = p.tp, d.tp
     if mode == "clamped" and not p.mla and not p.ssm:
-        lt, rt = min(p.tp, k), min(d.tp, k)  # type: ignore[type-var]
-    else:
-        replicated = bool(p.mla) or (p.tp // k >= 1 if mode == "replicated-ge" else p.tp > k)  # type: ignore[operator]
-        if replicated:
-            return None
+        lt, rt = min(p.tp, k), min(d.tp, k)
+    elif p.mla or (p.tp // k >= 1 if mode == "replicated-ge" else p.tp > k):
+        return None  # producer_cache_replicated: no length check
     try:
         ratio = tp_ratio(lt, rt)
     except ValueError as e:

@@ -13,16 +13,19 @@ FIRST, LAST = R("0.9.2"), R("0.23.0")  # factory.py registers it in these releas
 PAIRING: Timeline[str] = history("tp-ratio[p2p-nccl]", Timeline(
     "P2pNccl TP and PP",
     ("0.9.2", "symmetric", f"{_C}.check_tensors_except_dim, start_load_kv, save_kv_layer",
-     "equal TP and equal PP only: world rank r sends to world rank r (kv_port + rank); unequal per-rank shapes raise NotImplementedError "
+     ("equal TP and equal PP only: world rank r sends to world rank r (kv_port + rank); unequal per-rank shapes "
+      "raise NotImplementedError "
      "(\"Currently, only symmetric TP is supported. Asymmetric TP, PP,and others ...\") at the first transfer, "
-     "equal shapes with unequal TP hang (pdlint: error)"),
+     "equal shapes with unequal TP hang (pdlint: error)")),
+    ("0.24.0", "gone", "kv_connector/factory.py", "P2pNcclConnector is not registered (connector[unknown])"),
 ))
 HTTP_PORT: Timeline[str] = history("connector[config]", Timeline(
     "P2pNccl kv_connector_extra_config.http_port",
     ("0.9.2", "always", f"{_E} (kv_connector_extra_config['http_port'])", "required: KeyError at worker start"),
     ("0.11.1", "with-proxy", f"{_E} (get_from_extra_config('http_port', None))",
-     "required when proxy_ip and proxy_port are both set: ValueError \"kv_connector_extra_config.http_port is "
-     "required\""),
+     ("required when proxy_ip and proxy_port are both set: ValueError \"kv_connector_extra_config.http_port is "
+     "required\"")),
+    ("0.24.0", "gone", "kv_connector/factory.py", "P2pNcclConnector is not registered (connector[unknown])"),
 ))
 
 

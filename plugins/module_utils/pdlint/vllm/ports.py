@@ -4,10 +4,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
+from ..model import Instance
 from . import mooncake, moriio
 from . import registry as connectors
 from .releases import NEWEST
-from ..model import Instance
 
 
 @dataclasses.dataclass(frozen=True)

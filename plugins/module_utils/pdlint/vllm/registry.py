@@ -69,8 +69,8 @@ RENAMED = {"SharedStorageConnector": ("ExampleConnector", "0.13.0")}
 ALIASES: Timeline[dict[str, str]] = Timeline(
     "kv_connector aliases",
     ("0.8.5", {}, _F, "no aliases: every registered name is its own class"),
-    ("0.24.0", {"NixlConnector": "NixlPullConnector"}, "kv_connector/v1/nixl/connector.py "
-     "(NixlConnector = NixlPullConnector)", "NixlConnector is the same class as NixlPullConnector"),
+    ("0.24.0", {"NixlConnector": "NixlPullConnector"}, ("kv_connector/v1/nixl/connector.py "
+     "(NixlConnector = NixlPullConnector)"), "NixlConnector is the same class as NixlPullConnector"),
 )
 _KIND = {
     "NixlConnector": "nixl", "NixlPullConnector": "nixl", "NixlPushConnector": "nixl", "MoRIIOConnector": "moriio",
@@ -107,12 +107,12 @@ HMA_DEFAULT: Timeline[str] = Timeline(
     "unset disable_hybrid_kv_cache_manager with a kv connector",
     ("0.8.5", "absent", "config.py (no disable_hybrid_kv_cache_manager field)",
      "no hybrid KV cache manager option"),
-    ("0.9.1", "forced-off", "config VllmConfig.__post_init__ (`if self.kv_transfer_config is not None: "
-     "disable_hybrid_kv_cache_manager = True`)", "any kv connector turns HMA off, whatever the setting"),
+    ("0.9.1", "forced-off", ("config VllmConfig.__post_init__ (`if self.kv_transfer_config is not None: "
+     "disable_hybrid_kv_cache_manager = True`)"), "any kv connector turns HMA off, whatever the setting"),
     ("0.13.0", "off-unless-set", "config/vllm.py VllmConfig.__post_init__ (disable_hybrid_kv_cache_manager is None)",
      "unset: off with any kv connector; an explicit false turns it on"),
-    ("0.22.0", "by-connector", "config/vllm.py VllmConfig.__post_init__; factory.py "
-     "KVConnectorFactory.supports_hma_config (0.23.0+)",
+    ("0.22.0", "by-connector", ("config/vllm.py VllmConfig.__post_init__; factory.py "
+     "KVConnectorFactory.supports_hma_config (0.23.0+)"),
      "unset: on when the connector implements SupportsHMA, else off"),
 )
 
@@ -121,17 +121,31 @@ UNKNOWN_NAME: Timeline[str] = Timeline(
     "unregistered kv_connector",
     ("0.8.5", "KeyError: '{name}'", "factory.py KVConnectorFactory.create_connector_v1 (cls._registry[connector_name])",
      "KeyError at engine start; kv_connector_module_path does not exist"),
-    ("0.9.0", "ValueError \"Unsupported connector type: {name}\"", "factory.py KVConnectorFactory.create_connector_v1 / "
-     "get_connector_class", "ValueError \"Unsupported connector type\" unless kv_connector_module_path is set; a "
-     "registered name wins over the module path"),
-    ("0.20.0", "ValueError \"Unsupported connector type: {name}\"", "factory.py KVConnectorFactory."
-     "_get_connector_class_with_compat / get_connector_class", "ValueError \"Unsupported connector type\" unless "
-     "kv_connector_module_path is set, which now wins over the registry; an empty module path is a ValueError"),
+    ("0.9.0", "ValueError \"Unsupported connector type: {name}\"",
+     ("factory.py KVConnectorFactory.create_connector_v1 / "
+     "get_connector_class"), ("ValueError \"Unsupported connector type\" unless kv_connector_module_path is set; a "
+     "registered name wins over the module path")),
+    ("0.20.0", "ValueError \"Unsupported connector type: {name}\"", ("factory.py KVConnectorFactory."
+     "_get_connector_class_with_compat / get_connector_class"), ("ValueError \"Unsupported connector type\" unless "
+     "kv_connector_module_path is set, which now wins over the registry; an empty module path is a ValueError")),
 )
 NIXL_SIDE_CHANNEL_PORT = 5600  # envs.VLLM_NIXL_SIDE_CHANNEL_PORT default
 MOONCAKE_BOOTSTRAP_PORT = 8998  # envs.VLLM_MOONCAKE_BOOTSTRAP_PORT default
 P2P_KV_PORT = 14579  # KVTransferConfig.kv_port default
 LOOPBACK = ("", "localhost", "127.0.0.1", "::1", "0.0.0.0")
+
+
+def documented(timeline: Timeline[frozenset[str]]) -> Timeline[frozenset[str]]:
+    """The same set-valued timeline with each step's doc saying what it adds and removes (for per-release docs)."""
+    steps: list[tuple[str, frozenset[str], str, str]] = []
+    before: frozenset[str] = frozenset()
+    for s in timeline.steps:
+        added, removed = sorted(s.value - before), sorted(before - s.value)
+        doc = "; ".join(filter(None, ("+ " + ", ".join(added) if added else "",
+                                      "- " + ", ".join(removed) if removed else ""))) or "none"
+        steps.append((s.since.text, s.value, s.source, s.doc or doc if s is not timeline.steps[0] else doc))
+        before = s.value
+    return Timeline(timeline.what, *steps)
 
 
 def canonical(name: str | None, release: Release = NEWEST) -> str | None:
@@ -248,7 +262,7 @@ def hma_enabled(inst: Instance) -> bool:
 def hma_rejected(inst: Instance) -> bool:
     """HMA explicitly on with a connector that lacks SupportsHMA: factory.py create_connector's ValueError."""
     release = release_of(inst) or NEWEST
-    return (bool(inst.connector) and HMA_DEFAULT.at(release) in ("off-unless-set", "by-connector")
+    return (inst.connector is not None and HMA_DEFAULT.at(release) in ("off-unless-set", "by-connector")
             and inst.disable_hma is False and registered(inst.connector, release)
             and not supports_hma(inst.connector, release))
 
