@@ -441,8 +441,16 @@ def test_version_mismatch(pv: str, dv: str, extra: dict[str, Any], fires: bool) 
     assert ("pd-mismatch[vllm-version]" in found) == fires
 
 
-@pytest.mark.parametrize(("version", "fires"), [("0.17.1", False), ("0.18.0", True), ("0.33.0", True)])
-def test_hma_mismatch(version: str, fires: bool) -> None:
-    found = _rules({"vllm_disable_hybrid_kv_cache_manager": True}, {},
+@pytest.mark.parametrize(("version", "decode_disable", "fires"), [
+    ("0.17.1", False, False),  # HMA is not in the hash yet
+    ("0.18.0", False, True),
+    ("0.33.0", False, True),
+    # An unset flag: with a connector, off until 0.21.0 (config/vllm.py), then by SupportsHMA (NIXL: on).
+    ("0.21.0", None, False),
+    ("0.22.0", None, True),
+])
+def test_hma_mismatch(version: str, decode_disable: bool | None, fires: bool) -> None:
+    decode = {} if decode_disable is None else {"vllm_disable_hybrid_kv_cache_manager": decode_disable}
+    found = _rules({"vllm_disable_hybrid_kv_cache_manager": True}, decode,
                    {"vllm_version": version, "vllm_kv_transfer_config": NIXL})
     assert ("pd-mismatch[hma]" in found) == fires

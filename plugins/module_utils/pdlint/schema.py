@@ -13,12 +13,15 @@ from .hostvars import HostVars, Unresolved
 from .rules.connector import CHECKED_EXTRA
 from .schema_doc import SCHEMA_ID, dumps, expected, generate
 from .schema_quick import surely_valid
+from .vllm import kvconfig
+from .vllm.releases import DEFAULT, Release, resolve
 
 __all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
 
 # Keys whose invalid values a dedicated rule reports (kv-role[invalid]), so the CLI says it once.
 OWNED_BY_RULES = frozenset(("kv_role",))
 _EXTRA = "kv_connector_extra_config"
+_KV = "kv_transfer_config"
 Path = tuple[Any, ...]
 
 
@@ -95,6 +98,8 @@ def _unknown(error: Any) -> Iterator[Problem]:
     patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
     # Keys are not always strings (a play's hostvars can hold {1: ...}); compare and sort their text.
     extras = [k for k in error.instance if k not in known and not any(p.search(str(k)) for p in patterns)]
+    if path and path[-1] in (_KV, "vllm_" + _KV):
+        return  # release-aware: _kv_keys says what the host's vLLM release does with them
     for key in sorted(extras, key=str):
         close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}?" if close else "known: " + ", ".join(known)
@@ -169,9 +174,35 @@ def check(hv: HostVars) -> Iterator[Finding]:
                 yield _finding(hv, path, f"{_name(path)} {error}")
             else:
                 _set(doc, path, config)
+        yield from _kv_keys(hv, doc, path)
     problems = [p for name, value in doc.items() for p in _variable_problems(name, value)]
     for path, message, hint in sorted(problems, key=lambda p: list(map(str, p[0]))):
         yield _finding(hv, path, message, hint)
+
+
+def _release(doc: dict[str, Any], path: Path) -> Release:
+    """The release whose KVTransferConfig applies at path (an instance's own version, else the host's)."""
+    text = doc.get("vllm_version")
+    if path[0] == "vllm_instances" and "version" in doc["vllm_instances"][path[1]]:
+        text = doc["vllm_instances"][path[1]]["version"]
+    return resolve(str(text) if text is not None else None).release or DEFAULT
+
+
+def _kv_keys(hv: HostVars, doc: dict[str, Any], path: Path) -> Iterator[Finding]:
+    """Keys the release's KVTransferConfig does not have: an error where vLLM rejects them, else a warning."""
+    config = _get(doc, path)
+    if not isinstance(config, dict):
+        return
+    release = _release(doc, path)
+    known = sorted(kvconfig.fields(release))
+    for key in sorted(config, key=str):
+        verdict = kvconfig.unknown_key(str(key), release)
+        if verdict is None:
+            continue
+        severity, message = verdict
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "remove it (known: " + ", ".join(known) + ")"
+        yield _finding(hv, (*path, key), f"{_name((*path, key))}: {message}", hint, severity)
 
 
 def _kv_paths(doc: dict[str, Any]) -> Iterator[Path]:
@@ -201,6 +232,6 @@ def _name(path: Path) -> str:
     return text
 
 
-def _finding(hv: HostVars, path: Path, message: str, hint: str | None = None) -> Finding:
-    return Finding(origin=hv.origin(*path), rule="schema", severity="error", message=message,
+def _finding(hv: HostVars, path: Path, message: str, hint: str | None = None, severity: str = "error") -> Finding:
+    return Finding(origin=hv.origin(*path), rule="schema", severity=severity, message=message,
                    hint=hint, hosts=(hv.host,))

@@ -105,7 +105,12 @@ def kv_transfer_config() -> dict[str, Any]:
     props = {name: _field(name, sub) for name, sub in KV_TRANSFER_CONFIG["properties"].items()}
     branches = [{"if": {"properties": {"kv_connector": {"enum": list(c.classes)}}, "required": ["kv_connector"]},
                  "then": {"properties": {"kv_connector_extra_config": _extra_config(c)}}} for c in CONNECTORS]
-    return {"type": "object", "properties": props, "additionalProperties": False, "allOf": branches,
+    return {"type": "object", "description": "--kv-transfer-config. Accepts the keys of every vLLM release pdlint "
+            "knows (0.8.5 - newest), so a valid config for an older release is not flagged here; the pdlint CLI "
+            "checks the keys against the host's vllm_version (an unknown key is an error from 0.16.0, a warning "
+            "before, when vLLM silently ignores it; kv_ip, kv_rank, kv_parallel_size and kv_buffer_size are "
+            "rejected from 0.32.0).",
+            "properties": props, "additionalProperties": False, "allOf": branches,
             "defaultSnippets": [_kv_snippet("NixlConnector", {}),
                                 _kv_snippet("MoRIIOConnector", {"http_port": "${2:8000}", "read_mode": "true"})]}
 

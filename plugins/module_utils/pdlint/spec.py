@@ -37,7 +37,8 @@ def int_schema(minimum: int, maximum: int | None = None) -> dict[str, Any]:
 PORT = int_schema(1, 65535)
 ROLES = ("prefill", "decode")
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")
-# vllm/config/kv_transfer.py KVTransferConfig (0.32.0): the only accepted keys.
+# KVTransferConfig's fields in any release (vllm/kvconfig.py has them per release; the `schema` rule checks
+# a host's keys against its vllm_version, the editor schema accepts every release's).
 KV_TRANSFER_FIELDS = (
     "kv_connector",
     "engine_id",
@@ -48,7 +49,12 @@ KV_TRANSFER_FIELDS = (
     "kv_connector_module_path",
     "enable_permute_local_kv",
     "kv_load_failure_policy",
+    "kv_buffer_size",
+    "kv_rank",
+    "kv_parallel_size",
+    "kv_ip",
 )
+_OLD = " (vLLM 0.8.5 - 0.31.0; removed in 0.32.0, which rejects it)"
 
 KV_TRANSFER_CONFIG: dict[str, Any] = {
     "type": "object",
@@ -56,7 +62,7 @@ KV_TRANSFER_CONFIG: dict[str, Any] = {
         "kv_connector": {"type": ["string", "null"], "description": "Connector class name, e.g. NixlConnector, "
                          "MoRIIOConnector, MooncakeConnector, LMCacheConnectorV1."},
         "engine_id": {"type": ["string", "null"], "description": "Engine id for KV transfers; must be unique across "
-                      "instances."},
+                      "instances (vLLM 0.9.0+)."},
         "kv_buffer_device": {"type": "string", "description": "Device of the KV buffer: cuda, cpu or xpu.",
                              "default": "cuda"},
         "kv_role": {"anyOf": [{"enum": list(KV_ROLES)}, {"type": "null"}],
@@ -66,11 +72,20 @@ KV_TRANSFER_CONFIG: dict[str, Any] = {
         "kv_connector_extra_config": {"type": "object", "description": "Connector-specific settings (the keys "
                                       "depend on kv_connector)."},
         "kv_connector_module_path": {"type": ["string", "null"], "description": "Python module to load an "
-                                     "out-of-tree connector from."},
-        "enable_permute_local_kv": {"type": "boolean", "description": "Experimental: HND to NHD KV transfer.",
+                                     "out-of-tree connector from (vLLM 0.9.0+)."},
+        "enable_permute_local_kv": {"type": "boolean", "description": "Experimental: HND to NHD KV transfer "
+                                    "(vLLM 0.11.1+).",
                                     "default": False},
         "kv_load_failure_policy": {"enum": ["recompute", "fail"], "description": "What a failed KV load does: "
-                                   "recompute the prefill, or fail the request.", "default": "fail"},
+                                   "recompute the prefill, or fail the request (vLLM 0.13.0+; default recompute "
+                                   "before 0.17.0).", "default": "fail"},
+        "kv_buffer_size": {"type": "number", "description": "KV buffer size in bytes" + _OLD + ".", "default": 1e9},
+        "kv_rank": {"type": ["integer", "null"], "description": "Rank of this instance in the KV transfer" + _OLD
+                    + "."},
+        "kv_parallel_size": {"type": "integer", "description": "Number of instances in the KV transfer" + _OLD + ".",
+                             "default": 1},
+        "kv_ip": {"type": "string", "description": "IP of the KV transfer master" + _OLD + ".",
+                  "default": "127.0.0.1"},
     },
     "additionalProperties": False,
 }

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import moriio_config
-from ..vllm import registry as connectors
-from ..vllm.releases import DEFAULT, resolve
 from ..model import Instance, Topology
+from ..vllm import mooncake, moriio_config, p2p
+from ..vllm import registry as connectors
+from ..vllm.releases import DEFAULT, NEWEST, Release, resolve
 from .base import Hit, hit, rule, words
 
 _MORIIO_INTS = ("http_port", "handshake_port", "notify_port", "proxy_ping_port",
@@ -21,9 +21,17 @@ CHECKED_EXTRA = frozenset((*_MORIIO_INTS, *_MORIIO_TIMEOUTS, "backend", "read_mo
 def unknown(topo: Topology) -> Iterator[Hit]:
     """kv_connector is not registered in the pinned vLLM release and no kv_connector_module_path is given.
 
-    vLLM 0.32.0 raises `ValueError: Unsupported connector type: NAME`
-    (kv_connector/factory.py, KVConnectorFactory.get_connector_class). Names are
-    case-sensitive; P2pNcclConnector is gone from 0.32.0.
+    The registry differs by release (kv_connector/factory.py): P2pNcclConnector
+    exists 0.9.2 - 0.23.0, NixlConnector from 0.9.0, MooncakeConnector (V1)
+    from 0.13.0, MoRIIOConnector from 0.14.0, NixlPullConnector and
+    NixlPushConnector from 0.24.0; SharedStorageConnector was renamed
+    ExampleConnector in 0.13.0. An unregistered name is a KeyError in 0.8.5
+    and `ValueError: Unsupported connector type` from 0.9.0, unless
+    kv_connector_module_path names the module (0.8.5 has no such key). The V0
+    connectors of 0.8.5 - 0.10.0 (PyNcclConnector, MooncakeConnector,
+    LMCacheConnector, MooncakeStoreConnector) fail V1's
+    `assert issubclass(connector_cls, KVConnectorBase_V1)` unless VLLM_USE_V1=0.
+    Names are case-sensitive.
 
     PASS:
 
@@ -51,12 +59,36 @@ def unknown(topo: Topology) -> Iterator[Hit]:
     """
     for inst in topo.instances:
         name = inst.connector
-        if not name or not isinstance(name, str) or inst.module_path or connectors.registered(name):
+        if not name or not isinstance(name, str) or not inst.knows("kv_connector", "version", "env"):
             continue
-        close = connectors.suggest(name)
-        yield hit(inst, ("kv_connector",), f"kv_connector {name!r} is not registered in vLLM {inst.version}",
-                  f"did you mean {words(close)}?" if close else
-                  "use a registered connector, or set kv_connector_module_path to the module that defines it")
+        release = connectors.release_of(inst) or NEWEST
+        use_v1 = str(inst.env.get("VLLM_USE_V1", "1")).strip() != "0"
+        if connectors.usable(name, release, use_v1):
+            continue
+        v0 = connectors.is_v0(name, release)
+        if inst.module_path and connectors.module_path_honoured(release) and not v0:
+            continue  # the factory imports the class from kv_connector_module_path
+        message = connectors.story(name, release)
+        if not v0:
+            message += f": vLLM {release} raises {connectors.UNKNOWN_NAME.at(release).format(name=name)} at start"
+        yield hit(inst, ("kv_connector",), message, _unknown_hint(inst, name, release, v0))
+
+
+def _unknown_hint(inst: Instance, name: str, release: Release, v0: bool) -> str:
+    renamed = connectors.RENAMED.get(name)
+    if v0:
+        return "set VLLM_USE_V1=0 in vllm_env to run the V0 engine, or use a V1 connector"
+    if renamed:
+        return f"use kv_connector {renamed[0]}"
+    if connectors.ever_registered(name):
+        return (f"pin a vllm_version that registers {name}, use a connector vLLM {release} registers, or set "
+                "kv_connector_module_path to a module that defines it")
+    close = connectors.suggest(name, release)
+    if close:
+        return f"did you mean {words(close)}?"
+    if inst.module_path:
+        return f"vLLM {release} has no kv_connector_module_path (it ignores the key): use a registered connector"
+    return "use a registered connector, or set kv_connector_module_path to the module that defines it"
 
 
 def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
@@ -68,21 +100,33 @@ def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
 def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     kind = connectors.kind(inst)
     extra = inst.extra
-    if inst.module_path == "":
-        yield ("kv_connector_module_path", "kv_connector_module_path cannot be an empty string",
-               "remove kv_connector_module_path or name the module")
+    release = connectors.release_of(inst) or NEWEST
+    if inst.module_path == "" and inst.connector:
+        empty = connectors.empty_module_path(inst.connector, release)
+        if empty:
+            yield ("kv_connector_module_path", empty, "remove kv_connector_module_path or name the module")
     if kind == "nixl" and "enforce_handshake_compat" in extra and not isinstance(extra["enforce_handshake_compat"], bool):
         value = extra["enforce_handshake_compat"]
         yield ("extra.enforce_handshake_compat",
-               f"NIXL enforce_handshake_compat {value!r} is not a boolean; vLLM tests its truthiness, so "
-               f"{value!r} means {bool(value)}", "write enforce_handshake_compat: true or false (unquoted)")
-    if kind == "mooncake" and extra.get("bootstrap_server_address") is not None:
+               (f"NIXL enforce_handshake_compat {value!r} is not a boolean; vLLM tests its truthiness, so "
+               f"{value!r} means {bool(value)}"), "write enforce_handshake_compat: true or false (unquoted)")
+    if kind == "mooncake" and extra.get("bootstrap_server_address") is not None and \
+            mooncake.reads_bootstrap_address(release):
         address = str(extra["bootstrap_server_address"])
         host, _, port = address.rpartition(":")
-        if not host or not port.isdigit():
+        if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
             yield ("extra.bootstrap_server_address",
                    f"Mooncake bootstrap_server_address {address!r} must specify a host and port",
                    "write it as host:port")
+    if kind == "p2p-nccl" and p2p.registered(release):
+        missing = p2p.http_port_missing(release, dict(extra))
+        if missing:
+            yield ("kv_connector_extra_config", missing, f"set http_port to the instance's API port ({inst.port})")
+    if connectors.hma_rejected(inst):
+        yield ("disable_hybrid_kv_cache_manager",
+               (f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
+               "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
+               "HMA is enabled\")"), "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset")
 
 
 @rule("connector[config]")
@@ -134,7 +178,7 @@ def config(topo: Topology) -> Iterator[Hit]:
                 kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
     """
     for inst in topo.instances:
-        if not inst.knows("kv_connector", "kv_connector_extra_config"):
+        if not inst.knows("kv_connector", "kv_connector_extra_config", "version", "disable_hybrid_kv_cache_manager"):
             continue
         problems = _moriio_problems(inst) if connectors.kind(inst) == "moriio" else iter(())
         for where, message, fix in (*problems, *_other_problems(inst)):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import registry as connectors
 from ..model import Topology
+from ..vllm import registry as connectors
 from .base import Hit, hit, rule
 
 
@@ -46,9 +46,11 @@ def incomplete(topo: Topology) -> Iterator[Hit]:
 def connector(topo: Topology) -> Iterator[Hit]:
     """Prefill and decode of a deployment use different kv_connector classes.
 
-    Aliases count as the same class: in vLLM 0.32.0 `NixlConnector` is
-    `NixlPullConnector`; `NixlPushConnector` is a different protocol and never
-    pairs with either (the transfer mode is part of NIXL's handshake hash).
+    Aliases count as the same class in the releases that define them: from
+    vLLM 0.24.0 `NixlConnector` is `NixlPullConnector` (before, only
+    NixlConnector exists); `NixlPushConnector` is a different protocol and
+    never pairs with either (the transfer mode is part of NIXL's handshake
+    hash).
 
     PASS:
 
@@ -79,8 +81,9 @@ def connector(topo: Topology) -> Iterator[Hit]:
             if not (p.lead.knows("kv_connector") and d.lead.knows("kv_connector")):
                 continue
             pc, dc = p.lead.connector, d.lead.connector
-            if connectors.canonical(pc) != connectors.canonical(dc):
-                yield hit(d, ("kv_connector", "kv_transfer_config"),
-                          f"decode uses kv_connector {dc or 'none'} but prefill uses {pc or 'none'}",
-                          f"use kv_connector {pc} on decode too" if pc else "set the same kv_connector on both sides",
-                          also=(p,), deployment=dep.name)
+            if pc == dc or connectors.same_class(pc, dc, p.lead, d.lead):
+                continue
+            yield hit(d, ("kv_connector", "kv_transfer_config"),
+                      f"decode uses kv_connector {dc or 'none'} but prefill uses {pc or 'none'}",
+                      f"use kv_connector {pc} on decode too" if pc else "set the same kv_connector on both sides",
+                      also=(p,), deployment=dep.name)

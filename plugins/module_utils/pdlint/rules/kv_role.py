@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import registry as connectors
 from ..model import Topology
 from ..spec import KV_ROLES
+from ..vllm import kvconfig
+from ..vllm import registry as connectors
+from ..vllm.releases import NEWEST
 from .base import Hit, hit, rule
 
 _WRONG = {"prefill": "kv_consumer", "decode": "kv_producer"}
@@ -16,8 +18,9 @@ _RIGHT = {"prefill": "kv_producer", "decode": "kv_consumer"}
 def missing(topo: Topology) -> Iterator[Hit]:
     """kv_connector is set without kv_role.
 
-    vLLM 0.32.0 KVTransferConfig.__post_init__ (config/kv_transfer.py) raises
-    "Please specify kv_role when kv_connector is set".
+    Every release refuses to start: KVTransferConfig.__post_init__ raises
+    "Please specify kv_disagg_role when kv_connector is set" (0.8.5 - 0.11.0)
+    or "Please specify kv_role when kv_connector is set" (0.11.1+).
 
     PASS:
 
@@ -44,8 +47,10 @@ def missing(topo: Topology) -> Iterator[Hit]:
               vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_consumer}
     """
     for inst in topo.instances:
-        if inst.connector and inst.kv_role is None and inst.knows("kv_role", "kv_connector"):
-            yield hit(inst, ("kv_connector", "kv_transfer_config"), "kv_connector is set but kv_role is not",
+        if inst.connector and inst.kv_role is None and inst.knows("kv_role", "kv_connector", "version"):
+            release = connectors.release_of(inst) or NEWEST
+            yield hit(inst, ("kv_connector", "kv_transfer_config"), "kv_connector is set but kv_role is not: "
+                      f"vLLM {release} refuses to start (\"{kvconfig.ROLE_REQUIRED.at(release)}\")",
                       f"add kv_role: {_RIGHT[inst.role]} to vllm_kv_transfer_config")
 
 
@@ -53,8 +58,9 @@ def missing(topo: Topology) -> Iterator[Hit]:
 def invalid(topo: Topology) -> Iterator[Hit]:
     """kv_role is not kv_producer, kv_consumer or kv_both.
 
-    vLLM 0.32.0 validates KVTransferConfig.kv_role against the Literal
-    ("kv_producer", "kv_both", "kv_consumer") and refuses to start.
+    The three values are the same in every release. 0.8.5 - 0.9.0.1 raise
+    "Unsupported kv_role" in KVTransferConfig's post-init; from 0.9.1 the CLI
+    validates the KVRole Literal first (pydantic literal_error).
 
     PASS:
 
@@ -82,7 +88,9 @@ def invalid(topo: Topology) -> Iterator[Hit]:
     """
     for inst in topo.instances:
         if inst.kv_role is not None and inst.kv_role not in KV_ROLES:
-            yield hit(inst, ("kv_role",), f"kv_role {inst.kv_role!r} is not one of {', '.join(KV_ROLES)}",
+            release = connectors.release_of(inst) or NEWEST
+            yield hit(inst, ("kv_role",), f"kv_role {inst.kv_role!r} is not one of {', '.join(KV_ROLES)}: vLLM "
+                      f"{release} refuses to start ({kvconfig.ROLE_INVALID.at(release)})",
                       f"use kv_role: {_RIGHT[inst.role]}")
 
 
@@ -90,9 +98,11 @@ def invalid(topo: Topology) -> Iterator[Hit]:
 def side(topo: Topology) -> Iterator[Hit]:
     """Prefill is kv_consumer or decode is kv_producer, for a connector that acts on kv_role.
 
-    MoRIIO, Mooncake, P2pNccl and LMCache act on kv_role (Mooncake's scheduler
-    asserts `not is_kv_producer` on the decode path, and a kv_consumer never
-    starts its sender). NIXL decides each request's direction from
+    MoRIIO, Mooncake, P2pNccl and LMCache act on kv_role in every release
+    that has them: Mooncake's scheduler asserts the decode path is not a
+    kv_producer and a kv_consumer never starts its sender (0.13.0 - 0.15.x
+    `kv_role != "kv_consumer"`, 0.16.0+ `is_kv_consumer`); P2pNccl sends only
+    as a producer. NIXL decides each request's direction from
     kv_transfer_params and ignores kv_role here.
 
     PASS:

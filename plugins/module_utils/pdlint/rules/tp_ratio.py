@@ -175,10 +175,18 @@ def nixl(topo: Topology) -> Iterator[Hit]:
 
 @rule("tp-ratio[mooncake]")
 def mooncake(topo: Topology) -> Iterator[Hit]:
-    """Mooncake: the larger TP is not a multiple of the smaller.
+    """Mooncake: prefill and decode TP (or PP) the release cannot pair.
 
-    vLLM 0.32.0 mooncake_connector.py _get_tp_ratio asserts the same
-    divisibility as NIXL, on both sides.
+    0.13.0 - 0.15.x pair decode rank r with prefill rank r only and check
+    nothing: unequal TP hangs or moves the wrong KV, and PP > 1 binds one
+    sender port per TP rank for every stage (reported as errors vLLM does not
+    detect). 0.16.0 - 0.18.x raise "Mooncake: Heterogeneous TP is not
+    supported yet." and reject PP > 1 (until 0.23.0). From 0.19.0
+    _get_tp_ratio allows either direction when the larger TP is a multiple of
+    the smaller; but until 0.29.0 a GQA decode TP above the KV-head count,
+    with prefill TP below decode TP and not replicating its KV (0.19.x: TP <
+    K, 0.20.0+: TP <= K), fails every transfer in
+    _validate_asymmetric_region_lengths (0.30.0 clamps both TPs to K).
 
     PASS:
 
@@ -217,11 +225,15 @@ def mooncake(topo: Topology) -> Iterator[Hit]:
 
 @rule("tp-ratio[p2p-nccl]")
 def p2p_nccl(topo: Topology) -> Iterator[Hit]:
-    """P2pNccl: prefill and decode TP differ, or pipeline parallelism is used.
+    """P2pNccl: prefill and decode TP, or PP, differ.
 
-    P2pNcclConnector pairs rank r with rank r and has no pipeline-parallel
-    support (vllm/distributed/kv_transfer/kv_connector/v1/p2p/ in the releases
-    that ship it); it is not in vLLM 0.32.0's registry (connector[unknown]).
+    P2pNcclConnector (vLLM 0.9.2 - 0.23.0) sends from world rank r to the
+    peer's kv_port + r, so the ranks line up only when TP and PP are equal
+    (kv_connector/v1/p2p/p2p_nccl_connector.py). vLLM has no startup check:
+    unequal shards raise NotImplementedError ("Currently, only symmetric TP is
+    supported") at the first transfer, equal shards hang or move the wrong KV.
+    From 0.24.0 the name is not registered (connector[unknown]) unless
+    kv_connector_module_path loads it.
 
     PASS:
 

@@ -111,4 +111,4 @@ def timelines(rule_id: str) -> list[Timeline[Any]]:
 
 
 def _load_families() -> None:
-    from . import mooncake, moriio, nixl, p2p  # noqa: F401 - each registers its family on import
+    from . import kvconfig, mooncake, moriio, nixl, p2p  # noqa: F401 - each registers on import

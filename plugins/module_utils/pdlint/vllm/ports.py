@@ -1,13 +1,13 @@
-"""The ports each instance binds on its host, per connector (vLLM 0.32.0; see docs/rules-provenance.md)."""
+"""The ports each instance binds on its host, per connector and release (see docs/rules-provenance.md)."""
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
 
 from ..model import Instance
-from . import moriio_config, nixl
+from . import mooncake, moriio_config, nixl
 from . import registry as connectors
-from .releases import DEFAULT, resolve
+from .releases import DEFAULT, NEWEST, resolve
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,12 +54,33 @@ def binds(inst: Instance) -> Iterator[Bind]:
                     yield Bind(base + offset, f"MoRIIO {key.split('_')[0]} (DP {dp}, TP {tp_rank}, PP {stage})",
                                f"extra.{key}")
     elif kind == "mooncake":
-        # mooncake_connector.py should_launch_bootstrap_server: TP0/PP0 of DP index 0, non-consumers only.
-        if inst.kv_role != "kv_consumer" and inst.extra.get("bootstrap_server_address") is None and inst.dp_start == 0:
-            port = connectors.env_int(inst, "VLLM_MOONCAKE_BOOTSTRAP_PORT", connectors.MOONCAKE_BOOTSTRAP_PORT)
-            if port is not None:
-                yield Bind(port, "Mooncake bootstrap server", "env.VLLM_MOONCAKE_BOOTSTRAP_PORT")
+        yield from _mooncake(inst)
     elif kind == "p2p-nccl":
+        # p2p_nccl_engine.py P2pNcclEngine.__init__ (0.9.2 - 0.23.0): kv_port + world rank, on every rank.
         base = inst.kv_port if inst.kv_port is not None else connectors.P2P_KV_PORT
         for rank in range(inst.tp * inst.pp * inst.dp_local):
             yield Bind(base + rank, f"P2pNccl kv_port (rank {rank})", "kv_port")
+
+
+def _mooncake(inst: Instance) -> Iterator[Bind]:
+    """Mooncake's listeners on a prefill (non-consumer) engine: per worker before 0.16.0, one bootstrap server after."""
+    if inst.kv_role == "kv_consumer":
+        return  # `if not self.is_kv_consumer` (kv_role != "kv_consumer" in 0.13.0 - 0.15.x): kv_both binds too
+    release = connectors.release_of(inst) or NEWEST
+    port = connectors.env_int(inst, "VLLM_MOONCAKE_BOOTSTRAP_PORT", connectors.MOONCAKE_BOOTSTRAP_PORT)
+    if port is None:
+        return
+    if not mooncake.launches_bootstrap(release):
+        # 0.13.0 - 0.15.x mooncake_connector.py get_mooncake_side_channel_port + tp_rank: a ZMQ sender per worker;
+        # PP stages share the TP rank's port.
+        dp = range(inst.dp_start, inst.dp_start + inst.dp_local)
+        for stage in range(inst.pp):
+            for number, dp_index, rank in mooncake.worker_ports(port, inst.tp, dp):
+                yield Bind(number, f"Mooncake sender (DP {dp_index}, TP {rank}, PP {stage})",
+                           "env.VLLM_MOONCAKE_BOOTSTRAP_PORT")
+        return
+    # 0.16.0+ should_launch_bootstrap_server: TP0/PP0 of DP index 0; 0.32.0+ not with bootstrap_server_address.
+    if mooncake.reads_bootstrap_address(release) and inst.extra.get("bootstrap_server_address") is not None:
+        return
+    if inst.dp_start == 0:
+        yield Bind(port, "Mooncake bootstrap server", "env.VLLM_MOONCAKE_BOOTSTRAP_PORT")
