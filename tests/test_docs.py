@@ -66,3 +66,15 @@ def test_load_error_examples(tmp_path, monkeypatch) -> None:
     assert info.value.finding.rule == "load-error"
     assert info.value.finding.origin.file == "bad.yml"
     assert info.value.finding.origin.line is not None
+
+
+@pytest.mark.parametrize("rule_id", sorted(REGISTRY))
+def test_rule_says_how_it_behaves_across_releases(rule_id: str) -> None:
+    """`pdlint rules ID` shows every rule's behaviour by release: a span table, or why it is the same in each."""
+    from pdlint.docs import release_table
+
+    table = release_table(rule_id)
+    assert table.startswith("Across vLLM releases:"), rule_id
+    if "| releases |" in table:
+        rows = [line for line in table.splitlines() if line.startswith("| 0.")]
+        assert rows and all(line.count("|") >= 4 and line.split("|")[3].strip() for line in rows), table

@@ -11,6 +11,13 @@ SAME_IN_EVERY_RELEASE = frozenset((
     "skip[unknown]", "model-facts", "vllm-version[unknown]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
     "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]",
 ))
+# Rules bound to connectors whose behaviour did not change while the connector existed (read in every release).
+SAME_WHILE_REGISTERED = {
+    "kv-role[side]": ("MooncakeConnector", "MoRIIOConnector", "P2pNcclConnector", "LMCacheConnectorV1"),
+    "kv-role[moriio-explicit]": ("MoRIIOConnector",),
+    "port[http-mismatch]": ("MoRIIOConnector", "P2pNcclConnector"),
+    "nixl[side-channel-host]": ("NixlConnector",),
+}
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 
@@ -36,6 +43,10 @@ def release_table(rule_id: str) -> str:
     if rule_id == "connector[unknown]":
         return f"Across vLLM releases: the registered names differ by release ({every}); `pdlint versions` lists them.\n"
     timelines = pair.timelines(rule_id) + registry.timelines(rule_id)
+    if not timelines and rule_id in SAME_WHILE_REGISTERED:
+        spans = "; ".join(f"{name} {span}" for name in SAME_WHILE_REGISTERED[rule_id]
+                          for span, there in registry.history(name) if there)
+        return f"Across vLLM releases: the same in every release that registers the connector ({spans}).\n"
     if not timelines:
         if rule_id in SAME_IN_EVERY_RELEASE:
             return f"Across vLLM releases: the same in every release pdlint knows ({every}).\n"
