@@ -29,6 +29,11 @@ def _solves(problems: tuple[vpair.Problem, ...], remaining: frozenset[str]) -> b
 
 def valid_tp(engine: Engine, side: vpair.Side, other: vpair.Side, near: int) -> list[int]:
     """TP sizes for side (near its current one) with which the pair has no TP problem in its release."""
+    return nearest(sorted(candidates(engine, side, other)), near)
+
+
+def candidates(engine: Engine, side: vpair.Side, other: vpair.Side) -> set[int]:
+    """Every TP size for side that passes the engine's own checks and leaves the pair no TP problem."""
     lead = engine.lead
     now = vpair.problems(*((side, other) if side.role == "prefill" else (other, side)))
     remaining = frozenset(pr.rule for pr in now if not pr.tp_fix)
@@ -39,7 +44,7 @@ def valid_tp(engine: Engine, side: vpair.Side, other: vpair.Side, near: int) -> 
         moved = dataclasses.replace(side, tp=tp)
         if _solves(vpair.problems(*((moved, other) if side.role == "prefill" else (other, moved))), remaining):
             found.append(tp)
-    return nearest(found, near)
+    return set(found)
 
 
 def tp_hint(p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side) -> str | None:

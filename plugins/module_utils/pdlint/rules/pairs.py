@@ -7,7 +7,7 @@ from ..model import Engine, Instance, Topology
 from ..vllm import pair as vpair
 from ..vllm import registry as connectors
 from .base import Hit, hit
-from .hints import tp_hint
+from .hints import candidates, tp_hint
 
 
 def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[tuple[Engine, Engine, Instance, Instance]]:
@@ -54,3 +54,14 @@ def problem_hits(topo: Topology, rule_id: str) -> Iterator[Hit]:
             where = p if problem.side == "prefill" else d
             hint = problem.hint if problem.hint is not None or not problem.tp_fix else tp_hint(p, d, sp, sd)
             yield hit(where, problem.fields, problem.message, hint, also=(p, d))
+
+
+def paired_tp(topo: Topology, inst: Instance) -> set[int] | None:
+    """TP sizes for inst's engine that pass its own checks and every pair it is in (None: in no checked pair)."""
+    found: set[int] | None = None
+    for p, d, sp, sd, _ in checked(topo):
+        for engine, side, other in ((p, sp, sd), (d, sd, sp)):
+            if inst in engine.instances:
+                ok = candidates(engine, side, other)
+                found = ok if found is None else found & ok
+    return found

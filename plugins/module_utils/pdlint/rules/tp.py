@@ -7,6 +7,7 @@ from ..vllm import parallel
 from ..vllm.registry import nearest
 from ..model import Instance, Topology
 from .base import Hit, hit, rule, words
+from .pairs import paired_tp
 
 _FACT_VARS = {"heads": "vllm_model_num_attention_heads", "kv_heads": "vllm_model_num_kv_heads",
               "mla": "vllm_model_is_mla"}
@@ -18,6 +19,13 @@ def _divisors_near(total: int, near: int) -> list[int]:
 
 def _kv_split_ok(tp: int, kv_heads: int) -> bool:
     return parallel.kv_split_ok(tp, kv_heads, False)
+
+
+def _hint(topo: Topology, inst: Instance, alone: list[int]) -> str | None:
+    """TP sizes that also pass every P/D pair the instance is in (its release's checks); alone otherwise."""
+    paired = paired_tp(topo, inst)
+    near = alone if paired is None else nearest(sorted(paired), inst.tp)
+    return f"use TP {words(near)}" if near else None
 
 
 @rule("tp[heads]")
@@ -48,7 +56,7 @@ def heads(topo: Topology) -> Iterator[Hit]:
         if total and inst.knows("tensor_parallel_size") and total % inst.tp:
             yield hit(inst, ("tensor_parallel_size",),
                       f"{inst.facts.heads} attention heads are not divisible by TP {inst.tp}",
-                      f"use TP {words(_divisors_near(total, inst.tp))}")
+                      _hint(topo, inst, _divisors_near(total, inst.tp)))
 
 
 @rule("tp[kv-heads]")
@@ -87,10 +95,9 @@ def kv_heads(topo: Topology) -> Iterator[Hit]:
             how = "replicate" if inst.tp >= k else "split"
             valid = [n for n in range(1, 2 * max(k, inst.tp) + 1) if _kv_split_ok(n, k)
                      and (not inst.facts.heads or inst.facts.heads % n == 0)]
-            near = nearest(valid, inst.tp)
             yield hit(inst, ("tensor_parallel_size",),
                       f"TP {inst.tp} cannot {how} the model's {k} KV heads evenly",
-                      f"use TP {words(near)}" if near else None)
+                      _hint(topo, inst, nearest(valid, inst.tp)))
 
 
 def _missing(inst: Instance) -> list[str]:
