@@ -1,6 +1,7 @@
 """Hints that work: every TP size a hint offers passes every TP-dependent rule of that release for the pair.
 
-(The other engine's own problems, such as its TP not dividing the heads, are its own findings' to fix.)
+(The other engine's own problems, such as its TP not dividing the heads, are its own findings' to fix, and so
+are problems no TP size fixes, such as MoRIIO 0.25's write-mode rank collapse.)
 """
 from __future__ import annotations
 
@@ -55,7 +56,9 @@ def test_every_hinted_tp_passes_the_tp_rules(version: str, connector: str, p: in
                                               shape: tuple[int, int, bool]) -> None:
     heads, kv_heads, mla = shape
     tp = {"p": p, "d": d}
-    for finding in _findings(version, connector, tp, heads, kv_heads, mla):
+    before = _findings(version, connector, tp, heads, kv_heads, mla)
+    unrelated = {(f.rule, f.hint) for f in before if _offered(f) is None}  # no TP size fixes these
+    for finding in before:
         offered = _offered(finding)
         if offered is None:
             continue
@@ -64,5 +67,6 @@ def test_every_hinted_tp_passes_the_tp_rules(version: str, connector: str, p: in
         for size in sizes:
             after = _findings(version, connector, {**tp, host: size}, heads, kv_heads, mla)
             # Only the other engine's own problems (its heads) may remain: nothing of the pair, nothing of host's.
-            left = [f for f in after if not (f.rule.startswith("tp[") and host not in f.hosts)]
+            left = [f for f in after if not (f.rule.startswith("tp[") and host not in f.hosts)
+                    and (f.rule, f.hint) not in unrelated]
             assert not left, (finding, size, left)
