@@ -71,7 +71,7 @@ def test_seed_fixed_passes(tmp_path, monkeypatch, capsys) -> None:
     code, out, _ = run(["hosts.yml"], capsys)
     assert code == 0, out
     assert "tp-ratio" not in out
-    assert out.startswith("pdlint: 0 errors in 2 hosts, 1 deployments")
+    assert out.startswith("pdlint: 0 errors in 2 hosts, 1 deployment")
 
 
 def test_text_format(tmp_path, monkeypatch, capsys) -> None:
@@ -156,6 +156,18 @@ def test_rules_command(capsys) -> None:
 ])
 def test_inventory_for(path: str, inventory: str) -> None:
     assert inventory_for(path) == inventory
+
+
+@pytest.mark.parametrize("paths", [
+    ["hosts.yml", "group_vars/decode.yml"], ["group_vars/decode.yml", "hosts.yml"],
+    [".", "hosts.yml"], ["hosts.yml", "."], ["group_vars/decode.yml", "group_vars/prefill.yml"],
+    ["hosts.yml", "./hosts.yml"], ["-i", "hosts.yml", "group_vars/decode.yml"], [".", "group_vars/decode.yml"],
+])
+def test_paths_naming_one_inventory_check_it_once(paths, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(seed(tmp_path, 6))
+    code, out, _ = run(paths, capsys)
+    assert code == 1 and out.count("tp-ratio[moriio]") == 1, out
+    assert "2 errors in 2 hosts, 1 deployment " in out
 
 
 def test_load_error_rule_reported_by_cli(tmp_path, monkeypatch, capsys) -> None:

@@ -82,14 +82,28 @@ def _default_inventory() -> list[str]:
 
 
 def _groups(args: argparse.Namespace) -> list[list[str]]:
-    """Inventories to check: all -i sources as one, and each PATH's inventory on its own."""
-    groups = [list(args.inventory)] if args.inventory else []
-    seen: set[str] = set()
-    for path in args.paths:
-        source = inventory_for(path)
-        if source not in seen:
-            seen.add(source)
-            groups.append([source])
+    """Inventories to check: all -i sources as one, and each PATH's inventory on its own, once.
+
+    Paths that name the same inventory (hosts.yml and a host_vars file beside it, as pre-commit passes
+    them; a directory and a file in it) are one inventory: checking it twice would report each finding twice.
+    """
+    given = list(args.inventory)
+    sources = [(inventory_for(path), inventory_for(path) != path) for path in args.paths]
+    real = {s: os.path.realpath(s) for s, _ in sources + [(g, False) for g in given] if "," not in s}
+    named = [s for s, from_vars in sources if not from_vars] + given  # not just implied by a vars file
+    dirs = {real[s] for s in named if s in real and os.path.isdir(real[s])}
+    files = {os.path.dirname(real[s]) for s in named if s in real and not os.path.isdir(real[s])}
+    groups = [given] if given else []
+    seen = {real[g] for g in given if g in real}
+    for source, from_vars in sources:
+        where = real.get(source)
+        if where is not None:
+            if where in seen or (where not in dirs and os.path.dirname(where) in dirs):
+                continue  # checked already, or a file of a directory that is checked whole
+            if from_vars and where in files:
+                continue  # a vars file beside an inventory file that is checked (Ansible reads its vars)
+            seen.add(where)
+        groups.append([source])
     return groups or [_default_inventory()]
 
 
