@@ -59,4 +59,9 @@ def summary(findings: Sequence[Finding], hosts: int, deployments: int, seconds: 
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
     parts = [f"{n} {s}{'' if n == 1 else 's'}" for s, n in counts.items() if n or s == "error"]
     quiet = f" ({suppressed} suppressed)" if suppressed else ""
-    return f"pdlint: {', '.join(parts)}{quiet} in {hosts} hosts, {deployments} deployments ({seconds:.2f} s)\n"
+    return (f"pdlint: {', '.join(parts)}{quiet} in {_count(hosts, 'host')}, {_count(deployments, 'deployment')} "
+            f"({seconds:.2f} s)\n")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
