@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -188,3 +189,25 @@ def test_skip_names_a_rule_or_its_family(rule: str, names: set[str], expected: b
     from pdlint.engine import named
 
     assert named(rule, names) is expected
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--ignore", "tp-raito", "hosts.yml"], "pdlint: error: --ignore: unknown rule 'tp-raito'; did you mean tp-ratio"),
+    (["--select", "gpu,tpp", "hosts.yml"], "pdlint: error: --select: unknown rule 'tpp'; did you mean tp?"),
+    (["rules", "kv-heads[moriio]"], "pdlint: error: unknown rule 'kv-heads[moriio]'; did you mean "
+                                     "kv-heads[moriio-replicated]"),
+])
+def test_unknown_rule_names_say_which_was_meant(argv, expected, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(seed(tmp_path, 6))
+    code, _, err = run(argv, capsys)
+    assert code == 2 and err.startswith(expected), err
+    assert "pdlint: error: pdlint" not in err
+
+
+def test_no_inventory_says_what_to_pass(tmp_path) -> None:
+    # No PATH, no -i, and the inventory Ansible is configured with (here through its environment) is missing.
+    env = {**os.environ, "ANSIBLE_INVENTORY": str(tmp_path / "etc-ansible-hosts")}
+    proc = subprocess.run([sys.executable, "-m", "pdlint.cli"], capture_output=True, text=True, check=False,
+                          cwd=tmp_path, env=env)
+    assert proc.returncode == 2
+    assert "no inventory given" in proc.stderr and "pass the inventory directory or file" in proc.stderr, proc.stderr

@@ -121,7 +121,7 @@ def _rules(ids: Sequence[str]) -> int:
         # a family (`gpu`) documents each of its rules
         found = [r for r in REGISTRY.values() if rule_id in (r.id, r.id.split("[")[0])]
         if not found:
-            sys.stderr.write(f"pdlint: error: no rule {rule_id!r} (see `pdlint rules`)\n")
+            sys.stderr.write(f"pdlint: error: {configuration.unknown_rule(rule_id)}\n")
             return 2
         sys.stdout.write("\n".join(f"{r.id} ({r.severity})\n\n{r.doc}\n" for r in found))
     return 0
@@ -131,9 +131,9 @@ def _config(args: argparse.Namespace) -> Config:
     """The config file's settings, overridden by the command line's."""
     config = configfile.load(Path.cwd(), args.config)
     if args.select is not None:
-        config = dataclasses.replace(config, select=names(args.select.split(","), "--select", "pdlint"))
+        config = dataclasses.replace(config, select=names(args.select.split(","), "--select", ""))
     if args.ignore is not None:
-        config = dataclasses.replace(config, ignore=names(args.ignore.split(","), "--ignore", "pdlint"))
+        config = dataclasses.replace(config, ignore=names(args.ignore.split(","), "--ignore", ""))
     if args.strict is not None:
         config = dataclasses.replace(config, strict=args.strict)
     return config
@@ -161,6 +161,11 @@ def _lint(args: argparse.Namespace) -> int:
     fmt = _format(args)
     groups = _groups(args)
     missing = [s for g in groups for s in g if "," not in s and not os.path.exists(s)]
+    if missing and not (args.paths or args.inventory):
+        sys.stderr.write(f"pdlint: error: no inventory given, and Ansible's configured inventory ({missing[0]}) "
+                         "does not exist\n  hint: pass the inventory directory or file, e.g. `pdlint inventory/`, "
+                         "or `-i SOURCE`, or set `inventory =` in ansible.cfg\n")
+        return 2
     if missing:
         sys.stderr.write(f"pdlint: error: {missing[0]}: no such file or directory\n")
         return 2
