@@ -211,3 +211,24 @@ def test_no_inventory_says_what_to_pass(tmp_path) -> None:
                           cwd=tmp_path, env=env)
     assert proc.returncode == 2
     assert "no inventory given" in proc.stderr and "pass the inventory directory or file" in proc.stderr, proc.stderr
+
+
+def test_models_lists_every_known_model_with_its_heads(capsys) -> None:
+    table = json.loads((ROOT / "plugins/module_utils/pdlint/data/model-attention-facts.json").read_text())
+    code, out, _ = run(["models"], capsys)
+    assert code == 0
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:] if not line.startswith(" ")}
+    assert set(rows) == set(table)
+    for name, entry in table.items():
+        heads, kv_heads, mla, _ssm = rows[name]
+        assert (int(heads), int(kv_heads), mla) == (entry["num_attention_heads"], entry["num_key_value_heads"],
+                                                    str(bool(entry["mla"])).lower()), name
+
+
+@pytest.mark.parametrize(("words", "code", "expected"), [
+    (["deepseek-r1"], 0, "deepseek-ai/DeepSeek-V3            128    128       true"),
+    (["no-such-model"], 2, "set vllm_model_num_attention_heads"),
+])
+def test_models_filter(words, code, expected, capsys) -> None:
+    got, out, err = run(["models", *words], capsys)
+    assert got == code and expected in out + err

@@ -42,7 +42,8 @@ def _size(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="pdlint", description="Lint vLLM prefill/decode topologies in Ansible inventories.",
-                                 epilog="Also: `pdlint rules [ID]` documents the rules; `pdlint schema` prints the JSON Schema.")
+                                 epilog="Also: `pdlint rules [ID]` documents the rules; `pdlint models [NAME]` lists the models "
+                                        "pdlint knows; `pdlint schema` prints the JSON Schema.")
     ap.add_argument("paths", nargs="*", metavar="PATH", help="inventory file or directory, or any file inside one")
     ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
                     help="inventory source, as in Ansible (repeatable; together they form one inventory)")
@@ -127,6 +128,25 @@ def _rules(ids: Sequence[str]) -> int:
     return 0
 
 
+def _models(words: Sequence[str]) -> int:
+    """The models pdlint knows the attention shape of (vllm_model values that need no vllm_model_* facts)."""
+    from .facts import listing
+
+    rows = [(name, f, aliases) for name, f, aliases in listing()
+            if not words or any(w.lower() in " ".join((name, *aliases)).lower() for w in words)]
+    if not rows:
+        sys.stderr.write(f"pdlint: error: no known model matches {' '.join(words)!r} (see `pdlint models`); "
+                         "set vllm_model_num_attention_heads, vllm_model_num_kv_heads and vllm_model_is_mla\n")
+        return 2
+    width = max(len(name) for name, _, _ in rows)
+    sys.stdout.write(f"{'model':{width}}  heads  kv_heads  mla    ssm\n")
+    for name, f, aliases in rows:
+        sys.stdout.write(f"{name:{width}}  {f.heads!s:5}  {f.kv_heads!s:8}  {str(f.mla).lower():5}  "
+                         f"{str(f.ssm).lower()}\n")
+        sys.stdout.write("".join(f"  also: {alias}\n" for alias in aliases))
+    return 0
+
+
 def _config(args: argparse.Namespace) -> Config:
     """The config file's settings, overridden by the command line's."""
     config = configfile.load(Path.cwd(), args.config)
@@ -207,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] == "rules" and not os.path.exists("rules"):
             return _rules(argv[1:])
+        if argv and argv[0] == "models" and not os.path.exists("models"):
+            return _models(argv[1:])
         if argv and argv[0] == "schema" and not os.path.exists("schema"):
             sys.stdout.write(schema.dumps())
             return 0
