@@ -119,7 +119,7 @@ def test_no_value_of_any_variable_is_an_internal_error(target: tuple[Any, ...], 
 @pytest.mark.parametrize("name", ["vllm_tensor_parallel_size", "vllm_pipeline_parallel_size",
                                   "vllm_data_parallel_size", "vllm_nnodes", "vllm_block_size",
                                   "vllm_model_num_attention_heads", "vllm_model_num_kv_heads"])
-@pytest.mark.parametrize("value", [0, -4, 2**40, "0", "70000"])
+@pytest.mark.parametrize("value", [0, -4, 2**40, "0", "70000", True, 4.0, None])
 def test_out_of_range_sizes_are_schema_errors_at_their_line(name: str, value: Any) -> None:
     files = _inventory("MoRIIOConnector", "host", (name,), value)
     code, out, err = _lint(files)

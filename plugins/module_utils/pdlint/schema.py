@@ -13,6 +13,7 @@ from .hostvars import HostVars, Unresolved
 from .rules.connector import CHECKED_EXTRA
 from .schema_doc import SCHEMA_ID, dumps, expected, generate
 from .schema_quick import surely_valid
+from .show import yaml_text
 
 __all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
 
@@ -49,7 +50,12 @@ def _validator() -> Any:
     import jsonschema
 
     doc = generate()
-    return jsonschema.validators.validator_for(doc)(_inline(doc, doc.get("definitions", {})))
+    base = jsonschema.validators.validator_for(doc)
+    # JSON Schema counts 4.0 as an integer; Ansible renders it as "4.0" on the command line and vLLM's int("4.0")
+    # fails, so pdlint does not (editors, which see JSON numbers, accept it).
+    strict = jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)))
+    return strict(_inline(doc, doc.get("definitions", {})))
 
 
 _VALIDATOR: Any = None
@@ -122,9 +128,16 @@ def _problems(doc: dict[str, Any]) -> list[Problem]:
         elif error.validator == "required":
             found.append((path, f"{_name(path)}: {error.message}", None))
         else:
-            found.append((path, f"{_name(path)}: {error.instance!r} is not {expected(error.schema)}"
-                          if path else error.message, None))
+            found.append((path, f"{_name(path)}: {yaml_text(error.instance)} is not {expected(error.schema)}"
+                          if path else error.message, _hint(error.instance)))
     return found
+
+
+def _hint(value: Any) -> str | None:
+    if isinstance(value, float) and value.is_integer():
+        return (f"write {int(value)}: Ansible passes {value} to vllm serve as the text {value}, "
+                "which vLLM's int() rejects")
+    return None
 
 
 _SEEN: dict[tuple[str, str], list[Problem]] = {}

@@ -28,7 +28,9 @@ def value(text: str, origin: Origin) -> Var:
     except Exception as exc:
         raise Unsupported(f"INI value {text!r}") from exc
     origins: Origins = {}
-    return _coerce(parsed, (), origin, origins), origins
+    result = _coerce(parsed, (), origin, origins)
+    origins.setdefault((), origin)  # a null or boolean takes its key's origin, as in the reference loader
+    return result, origins
 
 
 def _coerce(v: Any, path: tuple[Any, ...], origin: Origin, origins: Origins) -> Any:

@@ -36,6 +36,7 @@ def items(node: Any) -> Iterator[tuple[Any, Any]]:
     for key_node, value_node in node.value:
         if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
             raise Unsupported("YAML merge key or complex key")
+        value_node.pdlint_key = key_node  # null and booleans take their key's origin, as in Ansible
         yield scalar(key_node), value_node
 
 
@@ -57,7 +58,11 @@ def _origin(file: str, node: Any) -> Origin:
 def from_node(node: Any, file: str) -> Var:
     """A YAML node as a plain value and its origins."""
     origins: Origins = {}
-    return _walk(node, file, (), origins, set()), origins
+    value = _walk(node, file, (), origins, set())
+    key = getattr(node, "pdlint_key", None)
+    if () not in origins and key is not None:
+        origins[()] = _origin(file, key)
+    return value, origins
 
 
 def _walk(node: Any, file: str, path: Path, origins: Origins, active: set[int]) -> Any:
@@ -84,6 +89,8 @@ def _walk(node: Any, file: str, path: Path, origins: Origins, active: set[int]) 
                 for stale in [p for p in origins if p[:len(path) + 1] == (*path, key)]:
                     del origins[stale]
             result[key] = _walk(value_node, file, (*path, key), origins, active)
+            if (*path, key) not in origins:  # null and booleans carry no origin in Ansible: their key's, as there
+                origins[(*path, key)] = _origin(file, key_node)
     else:
         raise Unsupported(f"YAML tag {node.tag}")
     return result

@@ -23,6 +23,10 @@ class _Nodes:
             return None
         return {key: None if self.null(v) else v for key, v in items(node)}
 
+    def entries(self, node: Any) -> dict[Any, Any] | None:
+        """A mapping of variables: null values stay nodes, so they keep their key's origin."""
+        return dict(items(node)) if isinstance(node, yaml.MappingNode) else None
+
     def null(self, node: Any) -> bool:
         return node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null")
 
@@ -53,6 +57,9 @@ class _Json:
 
     def mapping(self, node: Any) -> dict[Any, Any] | None:
         return dict(node) if isinstance(node, dict) else None
+
+    def entries(self, node: Any) -> dict[Any, Any] | None:
+        return self.mapping(node)
 
     def null(self, node: Any) -> bool:
         return node is None
@@ -115,14 +122,14 @@ def _group(inv: Inventory, a: Any, name: Any, node: Any) -> Any:
             a.skip(value)
             continue
         if key == "vars":
-            for var, vnode in entries.items():
+            for var, vnode in (a.entries(value) or entries).items():
                 _set(inv, a, name, var, vnode)
         elif key == "children":
             for sub, snode in entries.items():
                 inv.add_child(name, _group(inv, a, sub, snode))
         elif key == "hosts":
             for pattern, hnode in entries.items():
-                hvars = a.mapping(hnode)
+                hvars = a.entries(hnode)
                 if hvars is None:
                     if hnode is not None and not a.falsy(hnode):
                         raise Unsupported(f"host {pattern} has non-mapping variables")

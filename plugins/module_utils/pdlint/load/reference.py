@@ -6,10 +6,11 @@ Jinja lookups are disabled unless the caller allows them.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
@@ -84,6 +85,42 @@ def _sandbox() -> None:
 
     _jinja_common._TemplateConfig.jinja_extensions = []
     _jinja_common._TemplateConfig.sandbox_mode = _jinja_common._SandboxMode.DEFAULT
+
+
+_LAYERING = ("ansible.vars.manager", "ansible.vars.plugins", "ansible.inventory.helpers",
+             "ansible.plugins.vars.host_group_vars")
+
+
+@contextlib.contextmanager
+def _winning_keys() -> Iterator[None]:
+    """Variables layered so the key object of the layer that wins is kept.
+
+    ansible-core cannot tag null or a boolean with its origin, so pdlint points at the value's key; but
+    `a | b` keeps a's key object, which names the layer the value was overridden in, not the one it came from.
+    """
+    import importlib
+
+    from ansible import constants as C
+    from ansible.utils import vars as ansible_vars
+
+    original = ansible_vars.combine_vars
+
+    def combine(a: Any, b: Any, merge: Any = None) -> Any:
+        result = original(a, b, merge)
+        if not (merge or merge is None and C.DEFAULT_HASH_BEHAVIOUR == "merge"):
+            for key in b:  # re-insert under b's key object (dict assignment keeps the old key object)
+                value = result.pop(key)
+                result[key] = value
+        return result
+
+    modules = [importlib.import_module(name) for name in _LAYERING]
+    for module in modules:
+        module.combine_vars = combine  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module in modules:
+            module.combine_vars = original  # type: ignore[attr-defined]
 
 
 def _loader(skip: set[str]) -> Any:
@@ -178,7 +215,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
     notes.extend(vault.locked(p) for p in checked.encrypted if password is None)
     captured = DeferredWarningContext(variables={})
     try:
-        with captured:
+        with captured, _winning_keys():
             loader = _loader(skip)
             vault.secrets(password, loader)
             # Ansible also reads group_vars beside the "playbook directory", the loader's basedir ('.' by

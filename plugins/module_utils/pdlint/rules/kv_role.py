@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from .. import connectors
 from ..model import Topology
 from ..spec import KV_ROLES
+from ..show import yaml_text
 from .base import Hit, hit, rule
 
 _WRONG = {"prefill": "kv_consumer", "decode": "kv_producer"}
@@ -82,7 +83,7 @@ def invalid(topo: Topology) -> Iterator[Hit]:
     """
     for inst in topo.instances:
         if inst.kv_role is not None and inst.kv_role not in KV_ROLES:
-            yield hit(inst, ("kv_role",), f"kv_role {inst.kv_role!r} is not one of {', '.join(KV_ROLES)}",
+            yield hit(inst, ("kv_role",), f"kv_role {yaml_text(inst.kv_role)} is not one of {', '.join(KV_ROLES)}",
                       f"use kv_role: {_RIGHT[inst.role]}")
 
 
