@@ -12,7 +12,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.pdlint.topology.plugins.modules.check import DOCUMENTATION
 
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import configfile, engine, report
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import configfile, engine, report, requires
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.config import (
     DEFAULT, Config, ConfigError, apply, names)
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import notes, tagged
@@ -48,6 +48,9 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         _, args = self.validate_argument_spec(argument_spec=_SPEC)
+        problem = requires.missing()
+        if problem:  # fail on every inventory, not only on the first that needs a schema message
+            raise AnsibleActionFail(problem)
         hostvars = task_vars["hostvars"]
         hosts = args["hosts"] or list(task_vars.get("groups", {}).get("all", []))
         try:

@@ -5,7 +5,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, moriio, pairing
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, moriio, pairing, requires
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import tagged
 
 
@@ -24,6 +24,9 @@ def remote_ranks(local_rank: int, local_tp: int, remote_tp: int, connector: str 
 
 
 def findings(hostvars: Any, hosts: list[str]) -> list[dict[str, Any]]:
+    problem = requires.missing()
+    if problem:
+        raise AnsibleFilterError(problem)
     return [f.as_dict() for f in engine.check(tagged.from_play(hostvars, hosts))]
 
 
