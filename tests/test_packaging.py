@@ -97,3 +97,21 @@ def test_built_collection_ships_no_caches(tmp_path: Path) -> None:
     assert {n.split("/")[0] for n in names} <= SHIPPED, sorted({n.split("/")[0] for n in names} - SHIPPED)
     assert not [n for n in names if set(n.split("/")) & set(CACHES) or n.endswith((".pyc", "PKG-INFO"))]
     assert "plugins/module_utils/pdlint/engine.py" in names
+
+
+def test_version_is_written_once() -> None:
+    """pyproject.toml reads pdlint.__version__; galaxy.yml must repeat it (ansible-galaxy needs a literal)."""
+    import tomllib
+
+    import yaml
+
+    import pdlint
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "pdlint.__version__"}
+    galaxy = yaml.safe_load((ROOT / "galaxy.yml").read_text(encoding="utf-8"))
+    assert galaxy["version"] == pdlint.__version__
+    from importlib.metadata import version
+
+    assert version("pdlint") == pdlint.__version__
