@@ -17,6 +17,7 @@ import yaml
 from ..finding import Finding
 from ..hostvars import HostVars, is_relevant
 from . import fast_config, fast_yaml, guard, preflight
+from . import vars_files
 from .groups import invalid_names
 from .fast_model import Inventory
 from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, scalar
@@ -300,8 +301,9 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
     inv.reconcile()
     if notes is not None:
         notes.extend(invalid_names(inv.groups, [s for s in sources if "," not in s]))
+        notes.extend(vars_files.unmatched(sources, inv.hosts, inv.groups))
     depth = inv.depths()
-    vars_files = _VarsFiles(sources, files)
+    by_name = _VarsFiles(sources, files)
     ancestors = {g: inv.ancestors(g) for g in inv.groups}
     by_groups: dict[tuple[str, ...], _Resolved] = {}
     prefixed = _Prefixed()
@@ -316,11 +318,11 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
             data = dict(inv.groups["all"].vars)
             for g in groups:
                 data.update(inv.groups[g].vars)
-            data.update(vars_files.of("group_vars", ["all"]))
-            data.update(vars_files.of("group_vars", groups))
+            data.update(by_name.of("group_vars", ["all"]))
+            data.update(by_name.of("group_vars", groups))
             by_groups[groups] = _Resolved(data, prefixed)
         own = dict(host.vars)
-        own.update(vars_files.of("host_vars", [name]))
+        own.update(by_name.of("host_vars", [name]))
         result.append(_host_vars(name, by_groups[groups], own, prefixed))
     templated = {name for name, hv in zip(sorted(inv.hosts), result) if hv is None}
     if templated:

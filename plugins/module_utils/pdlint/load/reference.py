@@ -10,12 +10,12 @@ import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, Unresolved
-from . import groups, guard, preflight, safety, tagged, vault
+from . import groups, guard, preflight, safety, tagged, vars_files, vault
 from .paths import display_path
 from .preflight import LoadError  # noqa: F401 - one class for both loaders, re-exported
 
@@ -113,14 +113,30 @@ def _winning_keys() -> Iterator[None]:
                 result[key] = value
         return result
 
+    from ansible.inventory.group import Group
+    from ansible.inventory.host import Host
+
+    def rekeyed(set_variable: Any) -> Any:
+        def set_it(self: Any, key: Any, value: Any) -> None:
+            old = self.vars.get(key)
+            if not (isinstance(old, Mapping) and isinstance(value, Mapping)):  # a repeated host or group line
+                self.vars.pop(key, None)
+            set_variable(self, key, value)
+        return set_it
+
     modules = [importlib.import_module(name) for name in _LAYERING]
+    setters = {cls: cls.set_variable for cls in (Host, Group)}
     for module in modules:
         module.combine_vars = combine  # type: ignore[attr-defined]
+    for cls, setter in setters.items():
+        cls.set_variable = rekeyed(setter)  # type: ignore[method-assign]
     try:
         yield
     finally:
         for module in modules:
             module.combine_vars = original  # type: ignore[attr-defined]
+        for cls, setter in setters.items():
+            cls.set_variable = setter  # type: ignore[method-assign]
 
 
 def _loader(skip: set[str]) -> Any:
@@ -225,6 +241,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
             inventory = InventoryManager(loader=loader, sources=list(sources))
             variables = VariableManager(loader=loader, inventory=inventory)
             notes.extend(groups.invalid_names([g.name for g in inventory.groups.values()], sources))
+            notes.extend(vars_files.unmatched(sources, inventory.hosts, inventory.groups))
             encrypted = {display_path(p) for p in checked.encrypted}
             result = []
             for host in sorted(inventory.get_hosts(), key=lambda h: h.name):

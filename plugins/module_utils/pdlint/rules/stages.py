@@ -137,3 +137,35 @@ def group_name(_topo: Topology) -> Iterator[Hit]:
             d1: {vllm_pd_role: decode, vllm_pd_deployment: chat}
     """
     return iter(())
+
+
+@rule("inventory[unmatched-vars]")
+def unmatched_vars(_topo: Topology) -> Iterator[Hit]:
+    """A group_vars/ or host_vars/ file or directory matches no group or host of the inventory.
+
+    Ansible reads host_vars/NAME(.yml|.yaml|.json) only for a host called NAME, and
+    ignores every other file there without a word: a typo in the file name drops
+    all its settings (decode falls back to TP 1). The hint names the closest real
+    host or group. Examples after a `--- path` line are the files beside hosts.yml.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            node-p1: {vllm_pd_role: prefill}
+            node-d1: {vllm_pd_role: decode}
+        --- host_vars/node-d1.yml
+        vllm_tensor_parallel_size: 4
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            node-p1: {vllm_pd_role: prefill}
+            node-d1: {vllm_pd_role: decode}
+        --- host_vars/node-dl.yml
+        vllm_tensor_parallel_size: 4
+    """
+    return iter(())
