@@ -78,7 +78,7 @@ def test_ack_count_error(collections: Path, tmp_path: Path) -> None:
                                        "tests/fixtures/schema/bad", "tests/fixtures/schema/good",
                                        "tests/hostile/cases/vault-value/hosts.yml",
                                        "tests/hostile/cases/duplicate-keys/hosts.yml",
-                                       "tests/hostile/cases/invalid-group-name/hosts.yml"])
+                                       "tests/hostile/cases/invalid-group-name/hosts.yml", "tests/fixtures/newcomer"])
 def test_cli_and_play_agree(collections: Path, tmp_path: Path, inventory: str) -> None:
     playbook = """\
 - hosts: localhost
@@ -248,7 +248,8 @@ def test_missing_jsonschema_is_named_up_front(collections: Path, tmp_path: Path)
     # Shadow jsonschema with a package that cannot be imported, as on a controller that lacks it.
     shadow = tmp_path / "no-jsonschema" / "jsonschema"
     shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'jsonschema'\", name='jsonschema')\n")
+    (shadow / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'jsonschema'\", name='jsonschema')\n")
     proc = play(collections, VALIDATE, str(ROOT / "examples" / "ini" / "hosts.ini"), tmp_path,
                 PYTHONPATH=str(shadow.parent))
     assert proc.returncode == 2, proc.stdout + proc.stderr

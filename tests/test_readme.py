@@ -236,7 +236,8 @@ def runner(block: Block) -> Callable[[Block, Path], None] | None:
             return run_play
         if isinstance(doc, dict) and "repos" in doc:
             return run_precommit_config
-        if isinstance(doc, dict) and ("jobs" in doc or any(isinstance(v, dict) and "script" in v for v in doc.values())):
+        jobs = isinstance(doc, dict) and any(isinstance(v, dict) and "script" in v for v in doc.values())
+        if isinstance(doc, dict) and ("jobs" in doc or jobs):
             return run_ci
         if isinstance(doc, dict) and all(k.startswith(("vllm_", "pdlint_")) for k in doc):
             return run_vars

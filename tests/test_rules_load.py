@@ -99,3 +99,26 @@ all:
     prefill: {hosts: {node-p1: {vllm_pd_role: prefill}}}
     decode: {hosts: {node-d1: {vllm_pd_role: decode}}}
 """
+
+
+# A host two unrelated groups give different roles: each group, its role and where, and the role Ansible keeps.
+@pytest.mark.parametrize(("hosts", "files", "message"), [
+    ("all:\n  children:\n    chat_prefill: {hosts: {p1: {}, x1: {}}}\n    chat_decode: {hosts: {d1: {}, x1: {}}}\n",
+     {"group_vars__chat_prefill.yml": "vllm_pd_role: prefill\n",
+      "group_vars__chat_decode.yml": "vllm_pd_role: decode\n"},
+     "host x1 is in groups that give it different roles: chat_decode gives decode (group_vars/chat_decode.yml:1:15); "
+     "chat_prefill gives prefill (group_vars/chat_prefill.yml:1:15); Ansible keeps prefill"),
+    ("all:\n  children:\n    a: {hosts: {x1: {}}, vars: {vllm_pd_role: decode}}\n"
+     "    b: {hosts: {x1: {}}, vars: {vllm_pd_role: prefill}}\n", {},
+     "host x1 is in groups that give it different roles: a gives decode (hosts.yml:3:47); "
+     "b gives prefill (hosts.yml:4:47); Ansible keeps prefill"),
+    # not conflicts: a child overriding its parent; a host setting its own role; one role per group
+    ("all:\n  children:\n    pd:\n      vars: {vllm_pd_role: prefill}\n"
+     "      children: {dec: {hosts: {x1: {}}, vars: {vllm_pd_role: decode}}}\n", {}, None),
+    ("all:\n  children:\n    a: {hosts: {x1: {}}, vars: {vllm_pd_role: decode}}\n"
+     "    b: {hosts: {x1: {}}, vars: {vllm_pd_role: prefill}}\n",
+     {"host_vars__x1.yml": "vllm_pd_role: decode\n"}, None),
+])
+def test_role_conflicts(hosts: str, files: dict[str, str], message: str | None, lint) -> None:
+    found = [f for f in lint(hosts, **files) if f.rule == "deployment[role-conflict]"]
+    assert [f.message for f in found] == ([message] if message else [])

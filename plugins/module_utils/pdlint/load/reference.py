@@ -15,7 +15,7 @@ from typing import Any
 
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, Unresolved
-from . import groups, guard, preflight, safety, tagged, vars_files, vault
+from . import groups, guard, preflight, roles, safety, tagged, vars_files, vault
 from .paths import display_path
 from .preflight import LoadError  # noqa: F401 - one class for both loaders, re-exported
 
@@ -250,6 +250,9 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
                 host_variables = variables.get_vars(host=host, include_hostvars=False)
                 render = _renderer(loader, host_variables, allow_lookups)
                 result.append(_sealed(tagged.host_vars(host.name, host_variables, render), encrypted))
+            if only is None:
+                winner = {hv.host: hv.values.get(roles.ROLE) for hv in result}
+                notes.extend(roles.from_ansible(inventory, loader, list(sources), winner))
             return result
     except AnsibleError as exc:
         raise LoadError(_failure(exc, captured.get_warnings())) from exc

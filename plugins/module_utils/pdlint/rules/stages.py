@@ -169,3 +169,40 @@ def unmatched_vars(_topo: Topology) -> Iterator[Hit]:
         vllm_tensor_parallel_size: 4
     """
     return iter(())
+
+
+@rule("deployment[role-conflict]")
+def role_conflict(_topo: Topology) -> Iterator[Hit]:
+    """A host is in two groups that set different vllm_pd_role values.
+
+    Ansible keeps one of them (the group applied last) without a word, so the
+    host silently serves one side and the deployment may have no instance of
+    the other. The message names each group, the role it gives and where. A
+    child group that overrides its parent's role is deliberate and not reported,
+    nor is a host that sets vllm_pd_role itself.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          children:
+            chat_prefill: {hosts: {p1: {}}}
+            chat_decode: {hosts: {d1: {}}}
+        --- group_vars/chat_prefill.yml
+        vllm_pd_role: prefill
+        --- group_vars/chat_decode.yml
+        vllm_pd_role: decode
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          children:
+            chat_prefill: {hosts: {p1: {}, node-x: {}}}
+            chat_decode: {hosts: {d1: {}, node-x: {}}}
+        --- group_vars/chat_prefill.yml
+        vllm_pd_role: prefill
+        --- group_vars/chat_decode.yml
+        vllm_pd_role: decode
+    """
+    return iter(())
