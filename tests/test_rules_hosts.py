@@ -156,3 +156,17 @@ def test_set_values_are_reported_where_they_are_set(line: str, at: str, message:
     [hit] = [f for f in found if message in f.message]
     assert (hit.origin.file, hit.origin.line, hit.origin.column) == ("host_vars/d1.yml", 2, line.index(at) + 1), hit
     assert "None" not in hit.message and "True" not in hit.message
+
+
+# An unknown variable is reported at its name (the key), where the editor's squiggle is, not at its value.
+@pytest.mark.parametrize(("where", "text", "column"), [
+    ("host_vars__p1.yml", "vllm_tensor_paralel_size: 4\n", 1),
+    ("group_vars__all.yml", "vllm_pd_deployment: dep\nvllm_tensor_paralel_size: 4\n", 1),
+    ("hosts.yml", None, 33),
+])
+def test_unknown_variable_points_at_its_name(where: str, text: str | None, column: int, lint) -> None:
+    hosts = "all:\n  vars: {vllm_pd_deployment: dep}\n  hosts:\n    p1: {vllm_pd_role: prefill, vllm_tensor_paralel_size: 4}\n" \
+        if text is None else "all:\n  vars: {vllm_pd_deployment: dep}\n  hosts: {p1: {vllm_pd_role: prefill}}\n"
+    found = lint(hosts, **({where: text} if text else {}))
+    [hit] = [f for f in found if f.message.startswith("unknown variable 'vllm_tensor_paralel_size'")]
+    assert hit.origin.file == where.replace("__", "/") and hit.origin.column == column, hit

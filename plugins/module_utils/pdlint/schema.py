@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .build import kv_config
-from .finding import Finding
+from .finding import Finding, Origin
 from .hostvars import HostVars, Unresolved
 from .rules.connector import CHECKED_EXTRA
 from .schema_doc import SCHEMA_ID, dumps, expected, generate
@@ -184,7 +184,8 @@ def check(hv: HostVars) -> Iterator[Finding]:
                 _set(doc, path, config)
     problems = [p for name, value in doc.items() for p in _variable_problems(name, value)]
     for path, message, hint in sorted(problems, key=lambda p: list(map(str, p[0]))):
-        yield _finding(hv, path, message, hint)
+        unknown_name = len(path) == 1 and message.startswith("unknown variable")
+        yield _finding(hv, path, message, hint, hv.key_origin(str(path[0])) if unknown_name else None)
 
 
 def _kv_paths(doc: dict[str, Any]) -> Iterator[Path]:
@@ -214,6 +215,7 @@ def _name(path: Path) -> str:
     return text
 
 
-def _finding(hv: HostVars, path: Path, message: str, hint: str | None = None) -> Finding:
-    return Finding(origin=hv.origin(*path), rule="schema", severity="error", message=message,
+def _finding(hv: HostVars, path: Path, message: str, hint: str | None = None,
+             origin: Origin | None = None) -> Finding:
+    return Finding(origin=origin or hv.origin(*path), rule="schema", severity="error", message=message,
                    hint=hint, hosts=(hv.host,))

@@ -20,7 +20,7 @@ from . import fast_config, fast_yaml, guard, preflight
 from . import roles, vars_files
 from .groups import invalid_names
 from .fast_model import Inventory
-from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, scalar
+from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, keyed_items, scalar
 from .paths import display_path
 
 __all__ = ["Unsupported", "load"]
@@ -198,9 +198,9 @@ class _VarsFiles:
     @staticmethod
     def _mapping(node: Any, shown: str) -> dict[str, Var]:
         result: dict[str, Var] = {}
-        for key, value_node in items(node):
+        for key, key_node, value_node in keyed_items(node):
             if isinstance(key, str) and is_relevant(key):
-                result[key] = from_node(value_node, shown)
+                result[key] = from_node(value_node, shown, key_node)
             else:
                 check_tags(value_node)
         return result

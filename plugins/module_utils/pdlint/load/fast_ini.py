@@ -8,6 +8,7 @@ import warnings
 from typing import Any
 
 from ..finding import Origin
+from ..hostvars import KEY
 from ..hostvars import is_relevant
 from .fast_model import Inventory, expand_hosts
 from .fast_values import Origins, Unsupported, Var
@@ -30,6 +31,7 @@ def value(text: str, origin: Origin) -> Var:
     origins: Origins = {}
     result = _coerce(parsed, (), origin, origins)
     origins.setdefault((), origin)  # a null or boolean takes its key's origin, as in the reference loader
+    origins[(KEY,)] = origin
     return result, origins
 
 

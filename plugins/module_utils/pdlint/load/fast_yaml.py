@@ -7,9 +7,18 @@ import yaml
 
 from ..hostvars import is_relevant
 from .fast_model import Inventory, expand_hosts
-from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, scalar
+from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, keyed_items, scalar
 
 _SECTIONS = ("vars", "children", "hosts")
+
+
+class _Keyed:
+    """A variable's value node and the node of its name."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, value: Any, key: Any) -> None:
+        self.value, self.key = value, key
 
 
 class _Nodes:
@@ -24,8 +33,11 @@ class _Nodes:
         return {key: None if self.null(v) else v for key, v in items(node)}
 
     def entries(self, node: Any) -> dict[Any, Any] | None:
-        """A mapping of variables: null values stay nodes, so they keep their key's origin."""
-        return dict(items(node)) if isinstance(node, yaml.MappingNode) else None
+        """A mapping of variables: each value with its key's node (where the name is written; null and booleans
+        take that origin, as in ansible-core)."""
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        return {key: _Keyed(value, key_node) for key, key_node, value in keyed_items(node)}
 
     def null(self, node: Any) -> bool:
         return node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null")
@@ -39,12 +51,16 @@ class _Nodes:
         return isinstance(node, yaml.SequenceNode) and not node.value
 
     def var(self, node: Any) -> Var:
+        if isinstance(node, _Keyed):
+            return from_node(node.value, self.file, node.key)
         return from_node(node, self.file) if node is not None else (None, {})
 
     def raw(self, node: Any) -> Any:
         return self.var(node)[0]
 
     def skip(self, node: Any) -> None:
+        if isinstance(node, _Keyed):
+            node = node.value
         if node is not None:
             check_tags(node)
 

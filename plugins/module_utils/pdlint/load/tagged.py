@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..finding import Origin
-from ..hostvars import HostVars, Path, Unresolved, is_relevant
+from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant
 from .paths import display_path
 
 try:  # internal API of ansible-core 2.19+: origins are best effort
@@ -115,6 +115,11 @@ def host_vars(host: str, variables: Mapping[str, Any], render: Render | None = N
         for name, value in variables.items()
         if isinstance(name, str) and is_relevant(name)
     }
+    for name in values:
+        key = next(k for k in variables if k == name)
+        found = origin_of(key)
+        if found is not None:
+            origins[(name, KEY)] = found
     return HostVars(host=host, values=values, origins=origins, secrets=frozenset(secrets))
 
 
