@@ -110,16 +110,13 @@ def host_vars(host: str, variables: Mapping[str, Any], render: Render | None = N
     """The pdlint-relevant part of one host's variables."""
     origins: dict[Path, Origin] = {}
     secrets: set[Path] = set()
-    values = {
-        name: _item(name, value, (name,), origins, render, secrets)
-        for name, value in variables.items()
-        if isinstance(name, str) and is_relevant(name)
-    }
-    for name in values:
-        key = next(k for k in variables if k == name)
-        found = origin_of(key)
-        if found is not None:
-            origins[(name, KEY)] = found
+    values: dict[str, Any] = {}
+    for name, value in variables.items():
+        if isinstance(name, str) and is_relevant(name):
+            values[name] = _item(name, value, (name,), origins, render, secrets)
+            found = origin_of(name)  # the key object: where the name is written
+            if found is not None:
+                origins[(str(name), KEY)] = found
     return HostVars(host=host, values=values, origins=origins, secrets=frozenset(secrets))
 
 
