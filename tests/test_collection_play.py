@@ -25,10 +25,11 @@ def collections(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "c"
 
 
-def play(collections: Path, playbook: str, inventory: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+def play(collections: Path, playbook: str, inventory: str, tmp: Path,
+         **extra_env: str) -> subprocess.CompletedProcess[str]:
     (tmp / "play.yml").write_text(playbook)
     env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_STDOUT_CALLBACK": "default", "ANSIBLE_LOCALHOST_WARNING": "0"}
+           "ANSIBLE_STDOUT_CALLBACK": "default", "ANSIBLE_LOCALHOST_WARNING": "0", **extra_env}
     return subprocess.run([str(BIN / "ansible-playbook"), "-i", inventory, str(tmp / "play.yml")],
                           env=env, capture_output=True, text=True, check=False, cwd=tmp)
 
@@ -77,7 +78,7 @@ def test_ack_count_error(collections: Path, tmp_path: Path) -> None:
                                        "tests/fixtures/schema/bad", "tests/fixtures/schema/good",
                                        "tests/hostile/cases/vault-value/hosts.yml",
                                        "tests/hostile/cases/duplicate-keys/hosts.yml",
-                                       "tests/hostile/cases/invalid-group-name/hosts.yml"])
+                                       "tests/hostile/cases/invalid-group-name/hosts.yml", "tests/fixtures/newcomer"])
 def test_cli_and_play_agree(collections: Path, tmp_path: Path, inventory: str) -> None:
     playbook = """\
 - hosts: localhost
@@ -240,3 +241,17 @@ def test_play_decrypts_with_the_plays_vault_password_and_never_prints_it(collect
     assert any("'<vaulted>'" in f["message"] for f in from_play)
     for output in (proc.stdout, proc.stderr, cli.stdout, cli.stderr, json.dumps(from_play)):
         assert "secret-port-7f3a" not in output
+
+
+def test_missing_jsonschema_is_named_up_front(collections: Path, tmp_path: Path) -> None:
+    """A controller with ansible-core only: the check fails on a good inventory too, saying what to install."""
+    # Shadow jsonschema with a package that cannot be imported, as on a controller that lacks it.
+    shadow = tmp_path / "no-jsonschema" / "jsonschema"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'jsonschema'\", name='jsonschema')\n")
+    proc = play(collections, VALIDATE, str(ROOT / "examples" / "ini" / "hosts.ini"), tmp_path,
+                PYTHONPATH=str(shadow.parent))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "needs the Python package jsonschema>=4.18 on the controller" in proc.stdout, proc.stdout
+    assert "pip install 'jsonschema>=4.18'" in proc.stdout

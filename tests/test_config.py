@@ -116,7 +116,7 @@ def test_severity_override_shows_in_the_output(tmp_path: Path, monkeypatch, caps
     code, out, _ = run(["hosts.yml"], capsys)
     assert code == 1
     assert "tp[heads] [warning] 128 attention heads" in out
-    assert out.splitlines()[-1].startswith("pdlint: 1 error, 1 warning in 2 hosts, 1 deployments; vLLM 0.33.0 assumed")
+    assert out.splitlines()[-1].startswith("pdlint: 1 error, 1 warning in 2 hosts, 1 deployment; vLLM 0.33.0 assumed")
 
 
 def test_default_vllm_version_reaches_hosts_that_do_not_set_one(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -66,3 +66,52 @@ def test_readme_starts_with_the_newcomer_commands() -> None:
     block = readme.split("```sh\n", 1)[1].split("```", 1)[0].splitlines()
     assert block[0].endswith(".venv/bin/pdlint examples/inventory") and "pip install" in block[0]
     assert block[1] == ".venv/bin/pytest"
+
+
+# What the collection ships: these top-level entries and nothing else (no tests, caches or build output).
+SHIPPED = {"MANIFEST.json", "FILES.json", "README.md", "docs", "examples", "meta", "playbooks", "plugins", "roles",
+           "schemas", "pyproject.toml", ".pre-commit-hooks.yaml", ".gitignore", "requirements.txt"}
+CACHES = (".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache", "__pycache__", "node_modules", ".venv")
+
+
+def test_built_collection_ships_no_caches(tmp_path: Path) -> None:
+    """A tree after a test run (caches at the top and beside the code) builds the same clean tarball."""
+    import tarfile
+
+    tree = tmp_path / "src"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_bytes((ROOT / name).read_bytes())
+    for cache in (".hypothesis/examples/x", ".pytest_cache/v/cache/lastfailed", ".mypy_cache/3.11/x.json",
+                  ".ruff_cache/x", "plugins/module_utils/pdlint/__pycache__/engine.cpython-311.pyc",
+                  "plugins/filter/.pytest_cache/x", "examples/.hypothesis/x", "pdlint.egg-info/PKG-INFO"):
+        (tree / cache).parent.mkdir(parents=True, exist_ok=True)
+        (tree / cache).write_text("cache")
+    subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", str(tree), "--output-path", str(tmp_path)],
+                   check=True, capture_output=True)
+    [tarball] = tmp_path.glob("pdlint-topology-*.tar.gz")
+    with tarfile.open(tarball) as tar:
+        names = tar.getnames()
+    assert {n.split("/")[0] for n in names} <= SHIPPED, sorted({n.split("/")[0] for n in names} - SHIPPED)
+    assert not [n for n in names if set(n.split("/")) & set(CACHES) or n.endswith((".pyc", "PKG-INFO"))]
+    assert "plugins/module_utils/pdlint/engine.py" in names
+
+
+def test_version_is_written_once() -> None:
+    """pyproject.toml reads pdlint.__version__; galaxy.yml must repeat it (ansible-galaxy needs a literal)."""
+    import tomllib
+
+    import yaml
+
+    import pdlint
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "pdlint.__version__"}
+    galaxy = yaml.safe_load((ROOT / "galaxy.yml").read_text(encoding="utf-8"))
+    assert galaxy["version"] == pdlint.__version__
+    from importlib.metadata import version
+
+    assert version("pdlint") == pdlint.__version__

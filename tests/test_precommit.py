@@ -41,16 +41,20 @@ def test_try_repo(tmp_path: Path) -> None:
            "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
     env.pop("ANSIBLE_CONFIG", None)
 
-    def try_repo() -> subprocess.CompletedProcess[str]:
+    def try_repo(*files: str) -> subprocess.CompletedProcess[str]:
         # Only the changed decode file is passed: the hook must still check the whole inventory.
         return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "pdlint",
-                               "--files", "inventory/group_vars/decode.yml"],
+                               "--files", *(files or ["inventory/group_vars/decode.yml"])],
                               cwd=repo, env=env, capture_output=True, text=True, check=False)
 
     failed = try_repo()
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "tp-ratio[nixl]" in failed.stdout
     assert "inventory/group_vars/decode.yml:2:28" in failed.stdout
+    # A commit touching the inventory file and a vars file of it: one inventory, each finding once.
+    both = try_repo("inventory/hosts.yml", "inventory/group_vars/decode.yml")
+    assert both.returncode == 1 and both.stdout.count("tp-ratio[nixl]") == 1, both.stdout
+    assert "errors in 2 hosts, 1 deployment;" in both.stdout, both.stdout
     decode.write_text("vllm_pd_role: decode\nvllm_tensor_parallel_size: 2\n")
     git(repo, "add", ".")
     passed = try_repo()

@@ -46,7 +46,7 @@ def test_cli_annotations_are_repo_relative(tmp_path: Path, monkeypatch: pytest.M
     assert code == 1
     lines = out.splitlines()
     assert lines[0].startswith("::error file=inventories/prod/group_vars/decode.yml,line=2,col=28,title=")
-    assert lines[-1].startswith("pdlint: 2 errors in 2 hosts, 1 deployments")
+    assert lines[-1].startswith("pdlint: 2 errors in 2 hosts, 1 deployment")
 
 
 @pytest.mark.parametrize(("env", "argv", "first"), [

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -71,7 +72,7 @@ def test_seed_fixed_passes(tmp_path, monkeypatch, capsys) -> None:
     code, out, _ = run(["hosts.yml"], capsys)
     assert code == 0, out
     assert "tp-ratio" not in out
-    assert out.startswith("pdlint: 0 errors in 2 hosts, 1 deployments")
+    assert out.startswith("pdlint: 0 errors in 2 hosts, 1 deployment")
 
 
 def test_text_format(tmp_path, monkeypatch, capsys) -> None:
@@ -158,6 +159,18 @@ def test_inventory_for(path: str, inventory: str) -> None:
     assert inventory_for(path) == inventory
 
 
+@pytest.mark.parametrize("paths", [
+    ["hosts.yml", "group_vars/decode.yml"], ["group_vars/decode.yml", "hosts.yml"],
+    [".", "hosts.yml"], ["hosts.yml", "."], ["group_vars/decode.yml", "group_vars/prefill.yml"],
+    ["hosts.yml", "./hosts.yml"], ["-i", "hosts.yml", "group_vars/decode.yml"], [".", "group_vars/decode.yml"],
+])
+def test_paths_naming_one_inventory_check_it_once(paths, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(seed(tmp_path, 6))
+    code, out, _ = run(paths, capsys)
+    assert code == 1 and out.count("tp-ratio[moriio]") == 1, out
+    assert "2 errors in 2 hosts, 1 deployment;" in out
+
+
 def test_load_error_rule_reported_by_cli(tmp_path, monkeypatch, capsys) -> None:
     """The "load-error" rule: an unparsable inventory file."""
     monkeypatch.chdir(tmp_path)
@@ -176,3 +189,46 @@ def test_skip_names_a_rule_or_its_family(rule: str, names: set[str], expected: b
     from pdlint.engine import named
 
     assert named(rule, names) is expected
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--ignore", "tp-raito", "hosts.yml"], "pdlint: error: --ignore: unknown rule 'tp-raito'; did you mean tp-ratio"),
+    (["--select", "gpu,tpp", "hosts.yml"], "pdlint: error: --select: unknown rule 'tpp'; did you mean tp?"),
+    (["rules", "kv-heads[moriio]"], "pdlint: error: unknown rule 'kv-heads[moriio]'; did you mean "
+                                     "kv-heads[moriio-replicated]"),
+])
+def test_unknown_rule_names_say_which_was_meant(argv, expected, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(seed(tmp_path, 6))
+    code, _, err = run(argv, capsys)
+    assert code == 2 and err.startswith(expected), err
+    assert "pdlint: error: pdlint" not in err
+
+
+def test_no_inventory_says_what_to_pass(tmp_path) -> None:
+    # No PATH, no -i, and the inventory Ansible is configured with (here through its environment) is missing.
+    env = {**os.environ, "ANSIBLE_INVENTORY": str(tmp_path / "etc-ansible-hosts")}
+    proc = subprocess.run([sys.executable, "-m", "pdlint.cli"], capture_output=True, text=True, check=False,
+                          cwd=tmp_path, env=env)
+    assert proc.returncode == 2
+    assert "no inventory given" in proc.stderr and "pass the inventory directory or file" in proc.stderr, proc.stderr
+
+
+def test_models_lists_every_known_model_with_its_heads(capsys) -> None:
+    table = json.loads((ROOT / "plugins/module_utils/pdlint/data/model-attention-facts.json").read_text())
+    code, out, _ = run(["models"], capsys)
+    assert code == 0
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:] if not line.startswith(" ")}
+    assert set(rows) == set(table)
+    for name, entry in table.items():
+        heads, kv_heads, mla, _ssm = rows[name]
+        assert (int(heads), int(kv_heads), mla) == (entry["num_attention_heads"], entry["num_key_value_heads"],
+                                                    str(bool(entry["mla"])).lower()), name
+
+
+@pytest.mark.parametrize(("words", "code", "expected"), [
+    (["deepseek-r1"], 0, "deepseek-ai/DeepSeek-V3 128 128 true"),
+    (["no-such-model"], 2, "set vllm_model_num_attention_heads"),
+])
+def test_models_filter(words, code, expected, capsys) -> None:
+    got, out, err = run(["models", *words], capsys)
+    assert got == code and expected in " ".join((out + err).split())

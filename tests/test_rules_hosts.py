@@ -134,3 +134,39 @@ def test_schema_reports_every_error_at_its_line(lint) -> None:
     schema = sorted((f.origin.line, f.message) for f in found if f.rule == "schema")
     assert [line for line, _ in schema] == [6, 7]
     assert "'four' is not an integer >= 1" in schema[0][1]
+
+
+# Every finding about a set value points at it (null and booleans carry no origin in Ansible: their key's line)
+# and prints it as YAML would. 4.0 is refused: Ansible renders it as "4.0" and vLLM's int() rejects that.
+@pytest.mark.parametrize(("line", "at", "message"), [
+    ("vllm_tensor_parallel_size: null", "vllm_tensor", "vllm_tensor_parallel_size: null is not an integer >= 1"),
+    ("vllm_tensor_parallel_size: true", "vllm_tensor", "vllm_tensor_parallel_size: true is not an integer >= 1"),
+    ("vllm_tensor_parallel_size: 4.0", "4.0", "vllm_tensor_parallel_size: 4.0 is not an integer >= 1"),
+    ("vllm_tensor_parallel_size: '0'", "'0'", "vllm_tensor_parallel_size: '0' is not an integer >= 1"),
+    ("vllm_model_is_mla: null", "vllm_model", "vllm_model_is_mla: null is not true or false"),
+    ("vllm_port: false", "vllm_port", "vllm_port: false is not an integer >= 1 and <= 65535 or null"),
+    ("vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_consumer, kv_port: false}", "kv_port",
+     "vllm_kv_transfer_config.kv_port: false is not an integer >= 1 and <= 65535"),
+    ("vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: true}", "kv_role",
+     "kv_role true is not one of kv_producer, kv_consumer, kv_both"),
+])
+def test_set_values_are_reported_where_they_are_set(line: str, at: str, message: str, lint) -> None:
+    found = lint("all:\n  vars: {vllm_pd_deployment: dep}\n  hosts: {p1: {vllm_pd_role: prefill}, d1: {}}\n",
+                 **{"host_vars__d1.yml": f"vllm_pd_role: decode\n{line}\n"})
+    [hit] = [f for f in found if message in f.message]
+    assert (hit.origin.file, hit.origin.line, hit.origin.column) == ("host_vars/d1.yml", 2, line.index(at) + 1), hit
+    assert "None" not in hit.message and "True" not in hit.message
+
+
+# An unknown variable is reported at its name (the key), where the editor's squiggle is, not at its value.
+@pytest.mark.parametrize(("where", "text", "column"), [
+    ("host_vars__p1.yml", "vllm_tensor_paralel_size: 4\n", 1),
+    ("group_vars__all.yml", "vllm_pd_deployment: dep\nvllm_tensor_paralel_size: 4\n", 1),
+    ("hosts.yml", None, 33),
+])
+def test_unknown_variable_points_at_its_name(where: str, text: str | None, column: int, lint) -> None:
+    hosts = "all:\n  vars: {vllm_pd_deployment: dep}\n  hosts:\n    p1: {vllm_pd_role: prefill, vllm_tensor_paralel_size: 4}\n" \
+        if text is None else "all:\n  vars: {vllm_pd_deployment: dep}\n  hosts: {p1: {vllm_pd_role: prefill}}\n"
+    found = lint(hosts, **({where: text} if text else {}))
+    [hit] = [f for f in found if f.message.startswith("unknown variable 'vllm_tensor_paralel_size'")]
+    assert hit.origin.file == where.replace("__", "/") and hit.origin.column == column, hit

@@ -72,3 +72,53 @@ def test_notes_carry_loader_warnings(tmp_path, monkeypatch) -> None:
     notes: list = []
     reference.load([str(tmp_path / "hosts.yml")], notes=notes)
     assert [(n.rule, n.origin.line) for n in notes] == [("yaml[key-duplicates]", 6)]
+
+
+# Vars files that match no host or group are reported, with the closest real name (both loaders: the lint
+# fixture compares them); the implicit groups all and ungrouped always match.
+@pytest.mark.parametrize(("path", "hint"), [
+    ("host_vars/node-dl.yml", "did you mean host_vars/node-d1.yml?"),
+    ("host_vars/node-d2", "did you mean host_vars/node-d1?"),
+    ("group_vars/decod.yml", "did you mean group_vars/decode.yml?"),
+    ("group_vars/decodes/main.yml", "did you mean group_vars/decode?"),
+    ("host_vars/zzz.yaml", "rename it after a host (node-d1, node-p1), or delete it"),
+])
+def test_unmatched_vars_files_are_reported(path: str, hint: str, lint) -> None:
+    found = lint(UNMATCHED_HOSTS, **{path.replace("/", "__"): "vllm_tensor_parallel_size: 4\n",
+                                     "group_vars__all.yml": "vllm_pd_deployment: chat\n",
+                                     "group_vars__ungrouped.yml": "vllm_model: x/y\n",
+                                     "host_vars__node-d1.yml": "vllm_port: 8001\n"})
+    [hit] = [f for f in found if f.rule == "inventory[unmatched-vars]"]
+    entry = "/".join(path.split("/")[:2])
+    assert hit.origin.file == entry and hit.hint == hint and hit.severity == "error", hit
+
+
+UNMATCHED_HOSTS = """\
+all:
+  children:
+    prefill: {hosts: {node-p1: {vllm_pd_role: prefill}}}
+    decode: {hosts: {node-d1: {vllm_pd_role: decode}}}
+"""
+
+
+# A host two unrelated groups give different roles: each group, its role and where, and the role Ansible keeps.
+@pytest.mark.parametrize(("hosts", "files", "message"), [
+    ("all:\n  children:\n    chat_prefill: {hosts: {p1: {}, x1: {}}}\n    chat_decode: {hosts: {d1: {}, x1: {}}}\n",
+     {"group_vars__chat_prefill.yml": "vllm_pd_role: prefill\n",
+      "group_vars__chat_decode.yml": "vllm_pd_role: decode\n"},
+     "host x1 is in groups that give it different roles: chat_decode gives decode (group_vars/chat_decode.yml:1:15); "
+     "chat_prefill gives prefill (group_vars/chat_prefill.yml:1:15); Ansible keeps prefill"),
+    ("all:\n  children:\n    a: {hosts: {x1: {}}, vars: {vllm_pd_role: decode}}\n"
+     "    b: {hosts: {x1: {}}, vars: {vllm_pd_role: prefill}}\n", {},
+     "host x1 is in groups that give it different roles: a gives decode (hosts.yml:3:47); "
+     "b gives prefill (hosts.yml:4:47); Ansible keeps prefill"),
+    # not conflicts: a child overriding its parent; a host setting its own role; one role per group
+    ("all:\n  children:\n    pd:\n      vars: {vllm_pd_role: prefill}\n"
+     "      children: {dec: {hosts: {x1: {}}, vars: {vllm_pd_role: decode}}}\n", {}, None),
+    ("all:\n  children:\n    a: {hosts: {x1: {}}, vars: {vllm_pd_role: decode}}\n"
+     "    b: {hosts: {x1: {}}, vars: {vllm_pd_role: prefill}}\n",
+     {"host_vars__x1.yml": "vllm_pd_role: decode\n"}, None),
+])
+def test_role_conflicts(hosts: str, files: dict[str, str], message: str | None, lint) -> None:
+    found = [f for f in lint(hosts, **files) if f.rule == "deployment[role-conflict]"]
+    assert [f.message for f in found] == ([message] if message else [])

@@ -85,7 +85,7 @@ def test_cli_counts_suppressed_and_lists_them_when_asked(tmp_path: Path, monkeyp
     assert main(["hosts.yml"]) == 0
     out = capsys.readouterr().out
     assert "gpu[count]" not in out and "hosts.yml:5:" in out  # only d1's unused entry is shown
-    assert out.splitlines()[-1].startswith("pdlint: 0 errors, 1 warning (1 suppressed) in 2 hosts, 1 deployments;")
+    assert out.splitlines()[-1].startswith("pdlint: 0 errors, 1 warning (1 suppressed) in 2 hosts, 1 deployment;")
 
     assert main(["hosts.yml", "--show-suppressed"]) == 0
     out = capsys.readouterr().out

@@ -12,11 +12,11 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.pdlint.topology.plugins.modules.check import DOCUMENTATION
 
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import configfile, engine, report
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import configfile, engine, report, requires
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.vllm import releases
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.config import (
     DEFAULT, Config, ConfigError, apply, names)
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import notes, tagged
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import notes, roles, tagged
 
 _KEYS = ("type", "elements", "choices", "default", "required")
 # The argument spec is the module's DOCUMENTATION, written once.
@@ -55,6 +55,9 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         _, args = self.validate_argument_spec(argument_spec=_SPEC)
+        problem = requires.missing()
+        if problem:  # fail on every inventory, not only on the first that needs a schema message
+            raise AnsibleActionFail(problem)
         hostvars = task_vars["hostvars"]
         hosts = args["hosts"] or list(task_vars.get("groups", {}).get("all", []))
         try:
@@ -62,9 +65,14 @@ class ActionModule(ActionBase):
         except ConfigError as exc:
             raise AnsibleActionFail(f"pdlint: {exc}") from None
         started = time.perf_counter()
-        checked = engine.lint(tagged.from_play(hostvars, hosts), config)
-        files = notes.file_notes(task_vars.get("ansible_inventory_sources") or [], task_vars.get("groups", {}),
-                                 decrypting=_vault_secrets())
+        loaded = tagged.from_play(hostvars, hosts)
+        checked = engine.lint(loaded, config)
+        sources = list(task_vars.get("ansible_inventory_sources") or [])
+        files = notes.file_notes(sources, task_vars.get("groups", {}), decrypting=_vault_secrets())
+        inventory, loader = getattr(hostvars, "_inventory", None), getattr(hostvars, "_loader", None)
+        if inventory is not None and loader is not None:  # the play's own inventory: the CLI's role conflicts
+            files += roles.from_ansible(inventory, loader, sources, {hv.host: hv.values.get(roles.ROLE)
+                                                                     for hv in loaded})
         found = sorted(apply(files, config) + checked.findings)
         failing = ("error",) if args["fail_on"] == "error" else ("error", "warning")
         result["findings"] = [f.as_dict() for f in found]

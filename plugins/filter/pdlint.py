@@ -5,7 +5,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, pairing
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, pairing, requires
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.vllm import moriio
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import tagged
 
@@ -25,6 +25,9 @@ def remote_ranks(local_rank: int, local_tp: int, remote_tp: int, connector: str 
 
 
 def findings(hostvars: Any, hosts: list[str]) -> list[dict[str, Any]]:
+    problem = requires.missing()
+    if problem:
+        raise AnsibleFilterError(problem)
     return [f.as_dict() for f in engine.check(tagged.from_play(hostvars, hosts))]
 
 

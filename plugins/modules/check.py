@@ -8,6 +8,8 @@ version_added: "0.1.0"
 description:
   - Runs every pdlint rule on the play's hostvars (already templated by Ansible) and fails listing every
     finding in the pdlint CLI's text format. Runs on the controller and never changes a host.
+requirements:
+  - jsonschema >= 4.18 on the controller (listed in the collection's requirements.txt)
 options:
   hosts:
     description: Inventory hosts to check together; default every host in the inventory.

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -9,7 +10,7 @@ from . import NEWEST_VLLM, facts
 from .finding import Finding, Origin
 from .hostvars import HostVars, Unresolved
 from .model import Deployment, Engine, Instance, ModelFacts, Topology
-from .spec import INT_FIELDS, VARIABLES, host_var
+from .spec import BY_NAME, INT_FIELDS, MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
 
 _FIELDS = {  # contract name -> Instance attribute
     "pd_deployment": "deployment", "pd_role": "role", "model": "model", "version": "version",
@@ -54,20 +55,32 @@ class _Source:
         return self.hv.origin(*where, *sub) if where else Origin()
 
 
-def _int(value: Any) -> int | None:
+_INT_TEXT = re.compile(r"\s*([0-9]+)\s*", re.ASCII)  # digits, as the schema's string pattern takes them
+
+
+def _int(value: Any, bounds: tuple[int, int | None] | None = None) -> int | None:
+    """value as vLLM's int() would read it, within the schema's bounds; None when the schema rejects it.
+
+    Rules only ever see values the schema accepts: a TP of 0 never reaches `heads % tp`.
+    """
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+    if isinstance(value, str):
+        match = _INT_TEXT.fullmatch(value)
+        digits = match.group(1).lstrip("0") or "0" if match else ""
+        if not digits or len(digits) > 20:  # no bound is that long; int() refuses 4,300 digits
+            return None
+        value = int(digits)
+    if not isinstance(value, int):
+        return None
+    low, high = bounds or (0, None)
+    return value if low <= value and (high is None or value <= high) else None
 
 
 def _coerce(name: str, value: Any) -> tuple[Any, bool]:
     """(value, usable); unusable values are the schema rule's to report."""
     if name in INT_FIELDS:
-        number = _int(value)
+        number = _int(value, int_bounds(BY_NAME[name].schema))
         return number, number is not None
     if name == "disable_hybrid_kv_cache_manager" or name in ("model_is_mla", "model_has_ssm"):
         return value, isinstance(value, bool)
@@ -130,10 +143,11 @@ def _instance(src: _Source, problems: list[Finding]) -> Instance | None:
             hosts=(hv.host,),
         ))
     _kv_fields(src, fields, origins, unresolved, problems)
-    _env(src, fields, origins, unresolved)
+    _env(src, fields, origins, unresolved, problems)
     skip = hv.values.get("pdlint_skip")
     dp = fields.get("dp", 1)
     fields.setdefault("dp_local", dp)
+    _bound_gpus(src, fields, origins, unresolved, problems)
     known = facts.known(fields.get("model"))
     if fact_values:
         known = ModelFacts(**{**known.__dict__, **fact_values, "source": "inventory"})
@@ -144,6 +158,27 @@ def _instance(src: _Source, problems: list[Finding]) -> Instance | None:
         skip=frozenset(s for s in skip if isinstance(s, str)) if isinstance(skip, list) else frozenset(),
         origins=origins, unresolved=frozenset(unresolved), **fields,
     )
+
+
+_SIZES = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp_local": "data_parallel_size_local"}
+
+
+def _bound_gpus(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unresolved: set[str],
+                problems: list[Finding]) -> None:
+    """An engine of more than MAX_SIZE GPUs is a typo: report it, and let no rule walk its ranks."""
+    gpus = fields.get("tp", 1) * fields.get("pp", 1) * fields["dp_local"]
+    if gpus <= MAX_SIZE:
+        return
+    problems.append(Finding(
+        origin=origins.get("tensor_parallel_size", origins.get("pd_role", Origin())), rule="schema", severity="error",
+        message=(f"TP {fields.get('tp', 1)} x PP {fields.get('pp', 1)} x local DP {fields['dp_local']} = {gpus} GPUs "
+                 f"for one engine; pdlint checks engines of up to {MAX_SIZE} GPUs"),
+        hint="check vllm_tensor_parallel_size, vllm_pipeline_parallel_size and vllm_data_parallel_size(_local) "
+             "for a typo", hosts=(src.hv.host,)))
+    for attr, name in _SIZES.items():
+        fields.pop(attr, None)
+        unresolved.add(name)
+    fields["dp_local"] = 1
 
 
 def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
@@ -171,7 +206,7 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
             unresolved.add(key)
             problems.append(_unresolved(src, f"kv_transfer_config.{key}", value.reason, origins[key]))
         elif key == "kv_port":
-            number = _int(value)
+            number = _int(value, int_bounds(PORT))
             fields[attr] = number
             if number is None:
                 unresolved.add(key)
@@ -183,11 +218,25 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
                         "kv_transfer_config", key, sub)
             else:
                 unresolved.add(key)
+        elif key != "kv_role" and not isinstance(value, str):
+            unresolved.add(key)  # the schema rule reports it; kv-role[invalid] reports any kv_role
         else:
             fields[attr] = value
 
 
-def _env(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unresolved: set[str]) -> None:
+def _unreadable_number(text: str) -> bool:
+    """Digits that int() cannot read (superscripts, over 4,300 digits): vLLM's int() of the variable fails too."""
+    if not text.strip().isdigit():
+        return False
+    try:
+        int(text)
+    except ValueError:
+        return True
+    return False
+
+
+def _env(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unresolved: set[str],
+         problems: list[Finding]) -> None:
     raw, origin = src.get("env")
     if origin is None or not isinstance(raw, dict):
         return
@@ -196,6 +245,13 @@ def _env(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unres
         origins[f"env.{key}"] = src.origin_in("env", str(key))
         if isinstance(value, Unresolved):
             unresolved.add(f"env.{key}")
+        elif isinstance(value, str) and _unreadable_number(value):
+            unresolved.add(f"env.{key}")
+            problems.append(Finding(
+                origin=origins[f"env.{key}"], rule="schema", severity="error",
+                message=f"vllm_env.{key}: {value[:20]!r}{'...' if len(value) > 20 else ''} is written in digits "
+                        f"that Python's int() cannot read ({len(value)} characters)",
+                hint="write the number with the digits 0-9", hosts=(src.hv.host,)))
         elif value is not None:
             env[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
     fields["env"] = env

@@ -42,7 +42,8 @@ def _size(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="pdlint", description="Lint vLLM prefill/decode topologies in Ansible inventories.",
-                                 epilog="Also: `pdlint rules [ID]` documents the rules; `pdlint schema` prints the JSON Schema.")
+                                 epilog="Also: `pdlint rules [ID]` documents the rules; `pdlint models [NAME]` lists the models "
+                                        "pdlint knows; `pdlint schema` prints the JSON Schema.")
     ap.add_argument("paths", nargs="*", metavar="PATH", help="inventory file or directory, or any file inside one")
     ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
                     help="inventory source, as in Ansible (repeatable; together they form one inventory)")
@@ -93,14 +94,28 @@ def _default_inventory() -> list[str]:
 
 
 def _groups(args: argparse.Namespace) -> list[list[str]]:
-    """Inventories to check: all -i sources as one, and each PATH's inventory on its own."""
-    groups = [list(args.inventory)] if args.inventory else []
-    seen: set[str] = set()
-    for path in args.paths:
-        source = inventory_for(path)
-        if source not in seen:
-            seen.add(source)
-            groups.append([source])
+    """Inventories to check: all -i sources as one, and each PATH's inventory on its own, once.
+
+    Paths that name the same inventory (hosts.yml and a host_vars file beside it, as pre-commit passes
+    them; a directory and a file in it) are one inventory: checking it twice would report each finding twice.
+    """
+    given = list(args.inventory)
+    sources = [(inventory_for(path), inventory_for(path) != path) for path in args.paths]
+    real = {s: os.path.realpath(s) for s, _ in sources + [(g, False) for g in given] if "," not in s}
+    named = [s for s, from_vars in sources if not from_vars] + given  # not just implied by a vars file
+    dirs = {real[s] for s in named if s in real and os.path.isdir(real[s])}
+    files = {os.path.dirname(real[s]) for s in named if s in real and not os.path.isdir(real[s])}
+    groups = [given] if given else []
+    seen = {real[g] for g in given if g in real}
+    for source, from_vars in sources:
+        where = real.get(source)
+        if where is not None:
+            if where in seen or (where not in dirs and os.path.dirname(where) in dirs):
+                continue  # checked already, or a file of a directory that is checked whole
+            if from_vars and where in files:
+                continue  # a vars file beside an inventory file that is checked (Ansible reads its vars)
+            seen.add(where)
+        groups.append([source])
     return groups or [_default_inventory()]
 
 
@@ -118,7 +133,7 @@ def _rules(ids: Sequence[str]) -> int:
         # a family (`gpu`) documents each of its rules
         found = [r for r in REGISTRY.values() if rule_id in (r.id, r.id.split("[")[0])]
         if not found:
-            sys.stderr.write(f"pdlint: error: no rule {rule_id!r} (see `pdlint rules`)\n")
+            sys.stderr.write(f"pdlint: error: {configuration.unknown_rule(rule_id)}\n")
             return 2
         from .docs import release_table
 
@@ -127,13 +142,32 @@ def _rules(ids: Sequence[str]) -> int:
     return 0
 
 
+def _models(words: Sequence[str]) -> int:
+    """The models pdlint knows the attention shape of (vllm_model values that need no vllm_model_* facts)."""
+    from .facts import listing
+
+    rows = [(name, f, aliases) for name, f, aliases in listing()
+            if not words or any(w.lower() in " ".join((name, *aliases)).lower() for w in words)]
+    if not rows:
+        sys.stderr.write(f"pdlint: error: no known model matches {' '.join(words)!r} (see `pdlint models`); "
+                         "set vllm_model_num_attention_heads, vllm_model_num_kv_heads and vllm_model_is_mla\n")
+        return 2
+    width = max(len(name) for name, _, _ in rows)
+    sys.stdout.write(f"{'model':{width}}  heads  kv_heads  mla    ssm\n")
+    for name, f, aliases in rows:
+        sys.stdout.write(f"{name:{width}}  {f.heads!s:5}  {f.kv_heads!s:8}  {str(f.mla).lower():5}  "
+                         f"{str(f.ssm).lower()}\n")
+        sys.stdout.write("".join(f"  also: {alias}\n" for alias in aliases))
+    return 0
+
+
 def _config(args: argparse.Namespace) -> Config:
     """The config file's settings, overridden by the command line's."""
     config = configfile.load(Path.cwd(), args.config)
     if args.select is not None:
-        config = dataclasses.replace(config, select=names(args.select.split(","), "--select", "pdlint"))
+        config = dataclasses.replace(config, select=names(args.select.split(","), "--select", ""))
     if args.ignore is not None:
-        config = dataclasses.replace(config, ignore=names(args.ignore.split(","), "--ignore", "pdlint"))
+        config = dataclasses.replace(config, ignore=names(args.ignore.split(","), "--ignore", ""))
     if args.strict is not None:
         config = dataclasses.replace(config, strict=args.strict)
     if args.vllm_version is not None and config.vllm_version is None:  # the inventory and config file come first
@@ -163,6 +197,11 @@ def _lint(args: argparse.Namespace) -> int:
     fmt = _format(args)
     groups = _groups(args)
     missing = [s for g in groups for s in g if "," not in s and not os.path.exists(s)]
+    if missing and not (args.paths or args.inventory):
+        sys.stderr.write(f"pdlint: error: no inventory given, and Ansible's configured inventory ({missing[0]}) "
+                         "does not exist\n  hint: pass the inventory directory or file, e.g. `pdlint inventory/`, "
+                         "or `-i SOURCE`, or set `inventory =` in ansible.cfg\n")
+        return 2
     if missing:
         sys.stderr.write(f"pdlint: error: {missing[0]}: no such file or directory\n")
         return 2
@@ -212,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             sys.stdout.write(listing())
             return 0
+        if argv and argv[0] == "models" and not os.path.exists("models"):
+            return _models(argv[1:])
         if argv and argv[0] == "schema" and not os.path.exists("schema"):
             sys.stdout.write(schema.dumps())
             return 0

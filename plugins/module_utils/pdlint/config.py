@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
@@ -75,8 +76,15 @@ def names(value: Any, key: str, where: str) -> tuple[str, ...]:
         raise ConfigError(f"{where}: {key}: expected a list of rule ids or families")
     unknown = [v for v in value if not is_rule_name(v)]
     if unknown:
-        raise ConfigError(f"{where}: {key}: unknown rule {unknown[0]!r} (see `pdlint rules`)")
+        raise ConfigError(f"{where + ': ' if where else ''}{key}: {unknown_rule(unknown[0])}")
     return tuple(value)
+
+
+def unknown_rule(name: str) -> str:
+    """"unknown rule 'tp-raito'; did you mean tp-ratio?" with the closest ids and families."""
+    close = difflib.get_close_matches(name, sorted({*REGISTRY, *families()}), n=2, cutoff=0.6)
+    maybe = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"unknown rule {name!r}{maybe} (see `pdlint rules`)"
 
 
 def _severity(value: Any, where: str, key: str) -> dict[str, str]:
@@ -84,7 +92,7 @@ def _severity(value: Any, where: str, key: str) -> dict[str, str]:
         raise ConfigError(f"{where}: {key}: expected a mapping of rule id to {'/'.join(SEVERITIES)}")
     for name, level in value.items():
         if not isinstance(name, str) or not is_rule_name(name):
-            raise ConfigError(f"{where}: {key}: unknown rule {name!r} (see `pdlint rules`)")
+            raise ConfigError(f"{where}: {key}: {unknown_rule(str(name))}")
         if level not in SEVERITIES:
             raise ConfigError(f"{where}: {key}.{name}: expected one of {', '.join(SEVERITIES)}, got {level!r}")
     return dict(value)

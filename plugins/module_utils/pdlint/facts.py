@@ -40,3 +40,9 @@ def known(model: str | None) -> ModelFacts:
         sliding_window=entry.get("sliding_window"),
         source=f"pdlint model table: {entry['name']}",
     )
+
+
+def listing() -> list[tuple[str, ModelFacts, tuple[str, ...]]]:
+    """Every model of the table, sorted by name: (name, facts, aliases)."""
+    raw: dict[str, dict[str, Any]] = json.loads(_TABLE.read_text(encoding="utf-8"))
+    return [(name, known(name), tuple(entry.get("aliases", ()))) for name, entry in sorted(raw.items())]

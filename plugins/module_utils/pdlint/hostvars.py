@@ -10,6 +10,10 @@ from .finding import UNKNOWN, Origin
 Path = tuple[Union[str, int], ...]
 
 
+# origins[(name, KEY)] is where the variable's name is written (the value's origin is at (name,)).
+KEY = "\x00key"
+
+
 @dataclasses.dataclass(frozen=True)
 class Unresolved:
     """A value that could not be rendered statically (template, vault): never guessed."""
@@ -35,6 +39,10 @@ class HostVars:
                 return found
             key = key[:-1]
         return UNKNOWN
+
+    def key_origin(self, name: str) -> Origin:
+        """Where the top-level variable's name is written, else its value's origin."""
+        return self.origins.get((name, KEY)) or self.origin(name)
 
     def get(self, *path: str | int) -> Any:
         """The value at path, or None."""

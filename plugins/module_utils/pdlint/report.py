@@ -64,5 +64,9 @@ def summary(findings: Sequence[Finding], hosts: int, deployments: int, seconds: 
     parts = [f"{n} {s}{'' if n == 1 else 's'}" for s, n in counts.items() if n or s == "error"]
     quiet = f" ({suppressed} suppressed)" if suppressed else ""
     release = f"; vLLM {assumed} assumed where vllm_version is unset" if assumed else ""
-    return (f"pdlint: {', '.join(parts)}{quiet} in {hosts} hosts, {deployments} deployments{release} "
-            f"({seconds:.2f} s)\n")
+    return (f"pdlint: {', '.join(parts)}{quiet} in {_count(hosts, 'host')}, {_count(deployments, 'deployment')}"
+            f"{release} ({seconds:.2f} s)\n")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

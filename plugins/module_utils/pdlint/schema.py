@@ -8,13 +8,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from .build import kv_config
-from .finding import Finding
+from .finding import Finding, Origin
 from .hostvars import HostVars, Unresolved
 from .rules.connector import CHECKED_EXTRA
 from .schema_doc import SCHEMA_ID, dumps, expected, generate
 from .schema_quick import surely_valid
 from .vllm import kvconfig
 from .vllm.releases import DEFAULT, Release, resolve
+from .show import yaml_text
 
 __all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
 
@@ -52,7 +53,12 @@ def _validator() -> Any:
     import jsonschema
 
     doc = generate()
-    return jsonschema.validators.validator_for(doc)(_inline(doc, doc.get("definitions", {})))
+    base = jsonschema.validators.validator_for(doc)
+    # JSON Schema counts 4.0 as an integer; Ansible renders it as "4.0" on the command line and vLLM's int("4.0")
+    # fails, so pdlint does not (editors, which see JSON numbers, accept it).
+    strict = jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)))
+    return strict(_inline(doc, doc.get("definitions", {})))
 
 
 _VALIDATOR: Any = None
@@ -127,9 +133,16 @@ def _problems(doc: dict[str, Any]) -> list[Problem]:
         elif error.validator == "required":
             found.append((path, f"{_name(path)}: {error.message}", None))
         else:
-            found.append((path, f"{_name(path)}: {error.instance!r} is not {expected(error.schema)}"
-                          if path else error.message, None))
+            found.append((path, f"{_name(path)}: {yaml_text(error.instance)} is not {expected(error.schema)}"
+                          if path else error.message, _hint(error.instance)))
     return found
+
+
+def _hint(value: Any) -> str | None:
+    if isinstance(value, float) and value.is_integer():
+        return (f"write {int(value)}: Ansible passes {value} to vllm serve as the text {value}, "
+                "which vLLM's int() rejects")
+    return None
 
 
 _SEEN: dict[tuple[str, str], list[Problem]] = {}
@@ -177,7 +190,8 @@ def check(hv: HostVars) -> Iterator[Finding]:
         yield from _kv_keys(hv, doc, path)
     problems = [p for name, value in doc.items() for p in _variable_problems(name, value)]
     for path, message, hint in sorted(problems, key=lambda p: list(map(str, p[0]))):
-        yield _finding(hv, path, message, hint)
+        unknown_name = len(path) == 1 and message.startswith("unknown variable")
+        yield _finding(hv, path, message, hint, origin=hv.key_origin(str(path[0])) if unknown_name else None)
 
 
 def _release(doc: dict[str, Any], path: Path) -> Release:
@@ -232,6 +246,7 @@ def _name(path: Path) -> str:
     return text
 
 
-def _finding(hv: HostVars, path: Path, message: str, hint: str | None = None, severity: str = "error") -> Finding:
-    return Finding(origin=hv.origin(*path), rule="schema", severity=severity, message=message,
+def _finding(hv: HostVars, path: Path, message: str, hint: str | None = None, severity: str = "error",
+             origin: Origin | None = None) -> Finding:
+    return Finding(origin=origin or hv.origin(*path), rule="schema", severity=severity, message=message,
                    hint=hint, hosts=(hv.host,))

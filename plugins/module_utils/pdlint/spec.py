@@ -26,12 +26,47 @@ class Var:
     expect: str = ""  # what a valid value is, in words, for schema messages
 
 
-def int_schema(minimum: int, maximum: int | None = None) -> dict[str, Any]:
-    number: dict[str, Any] = {"type": "integer", "minimum": minimum}
-    if maximum is not None:
-        number["maximum"] = maximum
-    # vLLM int()-converts these, and its own docs quote ports as strings.
-    return {"anyOf": [number, {"title": "an integer written as a string", "type": "string", "pattern": INT_STRING}]}
+# The largest size pdlint checks: an engine of more GPUs than this is a typo, and the rules' rank
+# arithmetic (rank maps, per-rank ports, divisor hints) walks every rank.
+MAX_SIZE = 65536
+
+
+def _same_length(low: str, high: str) -> str:
+    """A regex for the decimal numbers from low to high, both written with the same number of digits."""
+    if low == high:
+        return low
+    if len(low) == 1:
+        return f"[{low}-{high}]"
+    rest = len(low) - 1
+    parts = []
+    first, last = int(low[0]), int(high[0])
+    if low[1:] != "0" * rest:
+        parts.append(low[0] + "(?:" + _same_length(low[1:], "9" * rest) + ")")
+        first += 1
+    tail = ""
+    if high[1:] != "9" * rest:
+        tail = high[0] + "(?:" + _same_length("0" * rest, high[1:]) + ")"
+        last -= 1
+    if first <= last:
+        parts.append((str(first) if first == last else f"[{first}-{last}]") + f"[0-9]{{{rest}}}")
+    return "|".join([*parts, tail] if tail else parts)
+
+
+def range_pattern(minimum: int, maximum: int) -> str:
+    """A regex for minimum <= n <= maximum written in decimal (leading zeros and spaces allowed), as int() reads it."""
+    spans = []
+    for digits in range(len(str(minimum)), len(str(maximum)) + 1):
+        low = max(minimum, 10 ** (digits - 1) if digits > 1 else 0)
+        high = min(maximum, 10 ** digits - 1)
+        spans.append(_same_length(str(low), str(high)))
+    return rf"^\s*0*(?:{'|'.join(spans)})\s*$"
+
+
+def int_schema(minimum: int, maximum: int) -> dict[str, Any]:
+    number: dict[str, Any] = {"type": "integer", "minimum": minimum, "maximum": maximum}
+    # vLLM int()-converts these, and its own docs quote ports as strings: the same range, written as digits.
+    return {"anyOf": [number, {"title": "an integer written as a string", "type": "string",
+                               "pattern": range_pattern(minimum, maximum)}]}
 
 
 PORT = int_schema(1, 65535)
@@ -95,28 +130,28 @@ VARIABLES: tuple[Var, ...] = (
     Var("pd_role", {"enum": list(ROLES)}, "Side of the deployment: prefill or decode."),
     Var("model", {"type": "string", "minLength": 1}, "The exact --model string."),
     Var("version", {"title": "a release like 0.32.0", "type": "string", "pattern": VERSION_PATTERN}, "vLLM release (0.32.0, v0.32.0, 0.32, 0.32.0.post1, 0.32.0+cpu); selects the rules of that release (`pdlint versions` lists them).", "newest known"),
-    Var("tensor_parallel_size", int_schema(1), "--tensor-parallel-size.", 1),
-    Var("pipeline_parallel_size", int_schema(1), "--pipeline-parallel-size.", 1),
-    Var("data_parallel_size", int_schema(1), "--data-parallel-size.", 1),
-    Var("data_parallel_size_local", int_schema(0), "--data-parallel-size-local: DP ranks run on this host.", "data_parallel_size"),
-    Var("data_parallel_start_rank", int_schema(0), "--data-parallel-start-rank: first DP rank on this host.", 0),
-    Var("nnodes", int_schema(1), "--nnodes: hosts one engine's TP x PP spans.", 1),
-    Var("node_rank", int_schema(0), "--node-rank of this host within the engine.", 0),
+    Var("tensor_parallel_size", int_schema(1, MAX_SIZE), "--tensor-parallel-size.", 1),
+    Var("pipeline_parallel_size", int_schema(1, MAX_SIZE), "--pipeline-parallel-size.", 1),
+    Var("data_parallel_size", int_schema(1, MAX_SIZE), "--data-parallel-size.", 1),
+    Var("data_parallel_size_local", int_schema(0, MAX_SIZE), "--data-parallel-size-local: DP ranks run on this host.", "data_parallel_size"),
+    Var("data_parallel_start_rank", int_schema(0, MAX_SIZE - 1), "--data-parallel-start-rank: first DP rank on this host.", 0),
+    Var("nnodes", int_schema(1, MAX_SIZE), "--nnodes: hosts one engine's TP x PP spans.", 1),
+    Var("node_rank", int_schema(0, MAX_SIZE - 1), "--node-rank of this host within the engine.", 0),
     Var("instance_id", {"type": "string", "minLength": 1}, "Hosts sharing an id in a deployment are one (multi-node) engine.", "host name"),
     Var("node", {"type": "string", "minLength": 1}, "Physical machine the host runs on: GPUs are counted per node.", "host name"),
     Var("port", {"anyOf": [PORT, {"type": "null"}]}, "API server port (--port); null for a headless engine.", 8000),
-    Var("block_size", int_schema(1), "--block-size (KV cache block, tokens).", None),
+    Var("block_size", int_schema(1, MAX_SIZE), "--block-size (KV cache block, tokens).", None),
     Var("dtype", {"enum": ["auto", "half", "float16", "bfloat16", "float", "float32"]}, "--dtype.", "auto"),
     Var("kv_cache_dtype", {"type": "string", "minLength": 1}, "--kv-cache-dtype.", "auto"),
     Var("disable_hybrid_kv_cache_manager", {"type": ["boolean", "null"]}, "--disable-hybrid-kv-cache-manager (NIXL hashes it).", None),
     Var("kv_transfer_config", {"anyOf": [KV_TRANSFER_CONFIG, {"type": "string"}]}, "--kv-transfer-config, as a mapping or its JSON string."),
     Var("env", {"type": "object", "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}}, "Environment of the vLLM process."),
-    Var("model_num_attention_heads", int_schema(1), "Model fact H; default from pdlint's model table."),
-    Var("model_num_kv_heads", int_schema(1), "Model fact K (num_key_value_heads); default from pdlint's model table."),
+    Var("model_num_attention_heads", int_schema(1, MAX_SIZE), "Model fact H; default from pdlint's model table."),
+    Var("model_num_kv_heads", int_schema(1, MAX_SIZE), "Model fact K (num_key_value_heads); default from pdlint's model table."),
     Var("model_is_mla", {"type": "boolean"}, "Model uses MLA (latent KV, replicated across TP)."),
     Var("model_has_ssm", {"type": "boolean"}, "Model has SSM / linear-attention layers (hybrid)."),
-    Var("model_sliding_window", {"anyOf": [int_schema(1), {"type": "null"}]}, "Sliding-window size, or null."),
-    Var("host_gpu_count", int_schema(0), "GPUs on the node.", None, in_instances=False),
+    Var("model_sliding_window", {"anyOf": [int_schema(1, 2**31 - 1), {"type": "null"}]}, "Sliding-window size, or null."),
+    Var("host_gpu_count", int_schema(0, MAX_SIZE), "GPUs on the node.", None, in_instances=False),
 )
 
 HOST_ONLY = (
@@ -130,6 +165,18 @@ INT_FIELDS = frozenset((
     "data_parallel_start_rank", "nnodes", "node_rank", "port", "block_size", "model_num_attention_heads",
     "model_num_kv_heads", "model_sliding_window", "host_gpu_count",
 ))
+
+
+def int_bounds(schema: Any) -> tuple[int, int | None] | None:
+    """(minimum, maximum) of the integer branch of a schema, or None when it has none."""
+    if isinstance(schema, dict):
+        if schema.get("type") == "integer":
+            return int(schema.get("minimum", 0)), schema.get("maximum")
+        for branch in schema.get("anyOf", ()):
+            found = int_bounds(branch)
+            if found is not None:
+                return found
+    return None
 
 
 def host_var(name: str) -> str:

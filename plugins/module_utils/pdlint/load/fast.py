@@ -9,17 +9,18 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import yaml
 
-from ..finding import Finding
+from ..finding import Finding, Origin
 from ..hostvars import HostVars, is_relevant
 from . import fast_config, fast_yaml, guard, preflight
+from . import roles, vars_files
 from .groups import invalid_names
 from .fast_model import Inventory
-from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, scalar
+from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, keyed_items, scalar
 from .paths import display_path
 
 __all__ = ["Unsupported", "load"]
@@ -214,9 +215,9 @@ class _VarsFiles:
     @staticmethod
     def _mapping(node: Any, shown: str) -> dict[str, Var]:
         result: dict[str, Var] = {}
-        for key, value_node in items(node):
+        for key, key_node, value_node in keyed_items(node):
             if isinstance(key, str) and is_relevant(key):
-                result[key] = from_node(value_node, shown)
+                result[key] = from_node(value_node, shown, key_node)
             else:
                 check_tags(value_node)
         return result
@@ -318,8 +319,9 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
     inv.reconcile()
     if notes is not None:
         notes.extend(invalid_names(inv.groups, [s for s in sources if "," not in s], inv.declared))
+        notes.extend(vars_files.unmatched(sources, inv.hosts, inv.groups))
     depth = inv.depths()
-    vars_files = _VarsFiles(sources, files)
+    by_name = _VarsFiles(sources, files)
     ancestors = {g: inv.ancestors(g) for g in inv.groups}
     by_groups: dict[tuple[str, ...], _Resolved] = {}
     prefixed = _Prefixed()
@@ -334,16 +336,36 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
             data = dict(inv.groups["all"].vars)
             for g in groups:
                 data.update(inv.groups[g].vars)
-            data.update(vars_files.of("group_vars", ["all"]))
-            data.update(vars_files.of("group_vars", groups))
+            data.update(by_name.of("group_vars", ["all"]))
+            data.update(by_name.of("group_vars", groups))
             by_groups[groups] = _Resolved(data, prefixed)
         own = dict(host.vars)
-        own.update(vars_files.of("host_vars", [name]))
+        own.update(by_name.of("host_vars", [name]))
         result.append(_host_vars(name, by_groups[groups], own, prefixed))
     templated = {name for name, hv in zip(sorted(inv.hosts), result) if hv is None}
+    final = [hv for hv in result if hv is not None]
     if templated:
         from . import reference
 
         rendered = iter(reference.load(sources, allow_lookups=allow_lookups, only=templated, checked=checked))
-        return [hv if hv is not None else next(rendered) for hv in result]
-    return [hv for hv in result if hv is not None]
+        final = [hv if hv is not None else next(rendered) for hv in result]
+    if notes is not None:
+        notes.extend(_role_conflicts(inv, by_name, ancestors, final))
+    return final
+
+
+def _role_conflicts(inv: Inventory, by_name: _VarsFiles, ancestors: dict[str, set[str]],
+                    result: list[HostVars]) -> Iterator[Finding]:
+    """roles.conflicts() over the fast loader's groups (templated hosts are the reference loader's to judge)."""
+    found: dict[str, roles.GroupRole] = {}
+    for name, group in inv.groups.items():
+        for layer in (group.vars, by_name.of("group_vars", [name])):
+            var = layer.get(roles.ROLE)
+            if name != "all" and var is not None:
+                found[name] = (var[0], var[1].get((), Origin()))
+    members = {name: set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
+               for name, host in inv.hosts.items()}
+    own = [name for name, host in inv.hosts.items()
+           if roles.ROLE in host.vars or roles.ROLE in by_name.of("host_vars", [name])]
+    winner = {hv.host: hv.values.get(roles.ROLE) for hv in result}
+    return roles.conflicts(members, found, ancestors, own, winner)

@@ -8,6 +8,7 @@ import warnings
 from typing import Any
 
 from ..finding import Origin
+from ..hostvars import KEY
 from ..hostvars import is_relevant
 from .fast_model import Inventory, expand_hosts
 from .fast_values import Origins, Unsupported, Var
@@ -33,7 +34,10 @@ def value(text: str, origin: Origin) -> Var:
     except Exception as exc:
         raise Unsupported(f"INI value {text!r}") from exc
     origins: Origins = {}
-    return _coerce(parsed, (), origin, origins), origins
+    result = _coerce(parsed, (), origin, origins)
+    origins.setdefault((), origin)  # a null or boolean takes its key's origin, as in the reference loader
+    origins[(KEY,)] = origin
+    return result, origins
 
 
 def _coerce(v: Any, path: tuple[Any, ...], origin: Origin, origins: Origins) -> Any:

@@ -12,7 +12,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 
 from ..finding import Origin
-from ..hostvars import Path
+from ..hostvars import KEY, Path
 
 Origins = dict[Path, Origin]
 Var = tuple[Any, Origins]  # a value, and the origins below it keyed by relative path
@@ -31,12 +31,20 @@ class Unsupported(Exception):
 
 def items(node: Any) -> Iterator[tuple[Any, Any]]:
     """(key, value node) of a plain YAML mapping node; merge keys, complex keys and custom tags are Unsupported."""
+    for key, _key_node, value_node in keyed_items(node):
+        yield key, value_node
+
+
+def keyed_items(node: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """(key, key node, value node); a repeated key keeps the first key node, as a Python dict keeps its key."""
     if node.tag != "tag:yaml.org,2002:map":
         raise Unsupported(f"YAML tag {node.tag}")
+    first: dict[Any, Any] = {}
     for key_node, value_node in node.value:
         if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
             raise Unsupported("YAML merge key or complex key")
-        yield scalar(key_node), value_node
+        key = scalar(key_node)
+        yield key, first.setdefault(key, key_node), value_node
 
 
 def scalar(node: Any) -> Any:
@@ -54,10 +62,15 @@ def _origin(file: str, node: Any) -> Origin:
     return Origin(file, mark.line + 1, mark.column + 1)
 
 
-def from_node(node: Any, file: str) -> Var:
-    """A YAML node as a plain value and its origins."""
+def from_node(node: Any, file: str, key: Any = None) -> Var:
+    """A YAML node as a plain value and its origins; key, the node of its name, gives origins[(KEY,)]."""
     origins: Origins = {}
-    return _walk(node, file, (), origins, set()), origins
+    value = _walk(node, file, (), origins, set())
+    if key is not None:
+        origins[(KEY,)] = _origin(file, key)
+        if () not in origins:
+            origins[()] = origins[(KEY,)]
+    return value, origins
 
 
 def _walk(node: Any, file: str, path: Path, origins: Origins, active: set[int]) -> Any:
@@ -74,16 +87,20 @@ def _walk(node: Any, file: str, path: Path, origins: Origins, active: set[int]) 
         result: Any = [_walk(item, file, (*path, i), origins, active) for i, item in enumerate(node.value)]
     elif node.tag == _MAP:
         result = {}
-        names: dict[Any, str] = {}  # raw key -> its text; Python's dict equality (1 == True == 1.0) decides duplicates
+        names: dict[Any, str] = {}
+        keys: dict[Any, Any] = {}  # raw key -> its text; Python's dict equality (1 == True == 1.0) decides duplicates
         for key_node, value_node in node.value:
             if key_node.tag == _STD + "merge" or not isinstance(key_node, yaml.ScalarNode):
                 raise Unsupported("YAML merge key or complex key")
             raw = scalar(key_node)
             key = names.setdefault(raw, str(raw))
+            key_node = keys.setdefault(raw, key_node)
             if key in result:  # a duplicate key: the last value wins, with its own origins, under the first key
                 for stale in [p for p in origins if p[:len(path) + 1] == (*path, key)]:
                     del origins[stale]
             result[key] = _walk(value_node, file, (*path, key), origins, active)
+            if (*path, key) not in origins:  # null and booleans carry no origin in Ansible: their key's, as there
+                origins[(*path, key)] = _origin(file, key_node)
     else:
         raise Unsupported(f"YAML tag {node.tag}")
     return result

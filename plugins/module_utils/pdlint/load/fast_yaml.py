@@ -8,9 +8,18 @@ import yaml
 from ..finding import Origin
 from ..hostvars import is_relevant
 from .fast_model import Inventory, expand_hosts
-from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, scalar
+from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, keyed_items, scalar
 
 _SECTIONS = ("vars", "children", "hosts")
+
+
+class _Keyed:
+    """A variable's value node and the node of its name."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, value: Any, key: Any) -> None:
+        self.value, self.key = value, key
 
 
 class _Nodes:
@@ -33,6 +42,13 @@ class _Nodes:
                 found.setdefault(scalar(key_node), Origin(self.file, mark.line + 1, mark.column + 1))
         return found
 
+    def entries(self, node: Any) -> dict[Any, Any] | None:
+        """A mapping of variables: each value with its key's node (where the name is written; null and booleans
+        take that origin, as in ansible-core)."""
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        return {key: _Keyed(value, key_node) for key, key_node, value in keyed_items(node)}
+
     def null(self, node: Any) -> bool:
         return node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null")
 
@@ -45,12 +61,16 @@ class _Nodes:
         return isinstance(node, yaml.SequenceNode) and not node.value
 
     def var(self, node: Any) -> Var:
+        if isinstance(node, _Keyed):
+            return from_node(node.value, self.file, node.key)
         return from_node(node, self.file) if node is not None else (None, {})
 
     def raw(self, node: Any) -> Any:
         return self.var(node)[0]
 
     def skip(self, node: Any) -> None:
+        if isinstance(node, _Keyed):
+            node = node.value
         if node is not None:
             check_tags(node)
 
@@ -66,6 +86,9 @@ class _Json:
 
     def key_origins(self, node: Any) -> dict[Any, Origin]:
         return {}  # JSON keys carry no position: groups.invalid_names finds the line, for both loaders alike
+
+    def entries(self, node: Any) -> dict[Any, Any] | None:
+        return self.mapping(node)
 
     def null(self, node: Any) -> bool:
         return node is None
@@ -139,7 +162,7 @@ def _group(inv: Inventory, a: Any, name: Any, node: Any, origin: Origin | None) 
             a.skip(value)
             continue
         if key == "vars":
-            for var, vnode in entries.items():
+            for var, vnode in (a.entries(value) or entries).items():
                 _set(inv, a, name, var, vnode)
         elif key == "children":
             origins = {} if isinstance(value, _Wrapped) else a.key_origins(value)
@@ -147,7 +170,7 @@ def _group(inv: Inventory, a: Any, name: Any, node: Any, origin: Origin | None) 
                 inv.add_child(name, _group(inv, a, sub, snode, origins.get(sub)))
         elif key == "hosts":
             for pattern, hnode in entries.items():
-                hvars = a.mapping(hnode)
+                hvars = a.entries(hnode)
                 if hvars is None:
                     if hnode is not None and not a.falsy(hnode):
                         raise Unsupported(f"host {pattern} has non-mapping variables")

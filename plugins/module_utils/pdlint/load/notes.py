@@ -7,11 +7,11 @@ over the limits.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..finding import Finding
-from . import groups, guard, preflight, vault
+from . import groups, guard, preflight, vars_files, vault
 
 
 def file_notes(sources: Sequence[str], group_names: Iterable[Any], decrypting: bool) -> list[Finding]:
@@ -25,4 +25,7 @@ def file_notes(sources: Sequence[str], group_names: Iterable[Any], decrypting: b
     if not decrypting:
         found.extend(vault.locked(p) for p in checked.encrypted)
     found.extend(groups.invalid_names(group_names, paths))
+    if isinstance(group_names, Mapping):  # the play's `groups`: group name -> its hosts
+        hosts = {h for members in group_names.values() for h in members}
+        found.extend(vars_files.unmatched(paths, hosts, group_names))
     return found

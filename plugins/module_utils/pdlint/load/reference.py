@@ -6,15 +6,16 @@ Jinja lookups are disabled unless the caller allows them.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, Unresolved
-from . import groups, guard, preflight, safety, tagged, vault
+from . import groups, guard, preflight, roles, safety, tagged, vars_files, vault
 from .paths import display_path
 from .preflight import LoadError  # noqa: F401 - one class for both loaders, re-exported
 
@@ -84,6 +85,58 @@ def _sandbox() -> None:
 
     _jinja_common._TemplateConfig.jinja_extensions = []
     _jinja_common._TemplateConfig.sandbox_mode = _jinja_common._SandboxMode.DEFAULT
+
+
+_LAYERING = ("ansible.vars.manager", "ansible.vars.plugins", "ansible.inventory.helpers",
+             "ansible.plugins.vars.host_group_vars")
+
+
+@contextlib.contextmanager
+def _winning_keys() -> Iterator[None]:
+    """Variables layered so the key object of the layer that wins is kept.
+
+    ansible-core cannot tag null or a boolean with its origin, so pdlint points at the value's key; but
+    `a | b` keeps a's key object, which names the layer the value was overridden in, not the one it came from.
+    """
+    import importlib
+
+    from ansible import constants as C
+    from ansible.utils import vars as ansible_vars
+
+    original = ansible_vars.combine_vars
+
+    def combine(a: Any, b: Any, merge: Any = None) -> Any:
+        result = original(a, b, merge)
+        if not (merge or merge is None and C.DEFAULT_HASH_BEHAVIOUR == "merge"):
+            for key in b:  # re-insert under b's key object (dict assignment keeps the old key object)
+                value = result.pop(key)
+                result[key] = value
+        return result
+
+    from ansible.inventory.group import Group
+    from ansible.inventory.host import Host
+
+    def rekeyed(set_variable: Any) -> Any:
+        def set_it(self: Any, key: Any, value: Any) -> None:
+            old = self.vars.get(key)
+            if not (isinstance(old, Mapping) and isinstance(value, Mapping)):  # a repeated host or group line
+                self.vars.pop(key, None)
+            set_variable(self, key, value)
+        return set_it
+
+    modules = [importlib.import_module(name) for name in _LAYERING]
+    setters = {cls: cls.set_variable for cls in (Host, Group)}
+    for module in modules:
+        module.combine_vars = combine  # type: ignore[attr-defined]
+    for cls, setter in setters.items():
+        cls.set_variable = rekeyed(setter)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for module in modules:
+            module.combine_vars = original  # type: ignore[attr-defined]
+        for cls, setter in setters.items():
+            cls.set_variable = setter  # type: ignore[method-assign]
 
 
 def _loader(skip: set[str], checked: preflight.Preflight) -> Any:
@@ -225,7 +278,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
     notes.extend(vault.locked(p) for p in checked.encrypted if password is None)
     captured = DeferredWarningContext(variables={})
     try:
-        with captured:
+        with captured, _winning_keys():
             loader = _loader(skip, checked)
             vault.secrets(password, loader)
             # Ansible also reads group_vars beside the "playbook directory", the loader's basedir ('.' by
@@ -235,6 +288,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
             inventory = InventoryManager(loader=loader, sources=list(sources))
             variables = VariableManager(loader=loader, inventory=inventory)
             notes.extend(groups.invalid_names([g.name for g in inventory.groups.values()], sources))
+            notes.extend(vars_files.unmatched(sources, inventory.hosts, inventory.groups))
             encrypted = {display_path(p) for p in checked.encrypted}
             result = []
             for host in sorted(inventory.get_hosts(), key=lambda h: h.name):
@@ -243,6 +297,9 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
                 host_variables = variables.get_vars(host=host, include_hostvars=False)
                 render = _renderer(loader, host_variables, allow_lookups)
                 result.append(_sealed(tagged.host_vars(host.name, host_variables, render), encrypted))
+            if only is None:
+                winner = {hv.host: hv.values.get(roles.ROLE) for hv in result}
+                notes.extend(roles.from_ansible(inventory, loader, list(sources), winner))
             return result
     except AnsibleError as exc:
         inner = _load_error(exc)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..finding import Origin
-from ..hostvars import HostVars, Path, Unresolved, is_relevant
+from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant
 from .paths import display_path
 
 try:  # internal API of ansible-core 2.19+: origins are best effort
@@ -84,7 +84,7 @@ def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | 
             origins[path] = origin
         return result
     if isinstance(value, Mapping):
-        return {str(k): plain(v, (*path, str(k)), origins, render, secrets) for k, v in value.items()}
+        return {str(k): _item(k, v, (*path, str(k)), origins, render, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v, (*path, i), origins, render, secrets) for i, v in enumerate(value)]
     if isinstance(value, bool) or value is None:
@@ -95,15 +95,28 @@ def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | 
     return value
 
 
+def _item(key: Any, value: Any, path: Path, origins: dict[Path, Origin], render: Render | None,
+          secrets: set[Path] | None) -> Any:
+    """A mapping's value; null and booleans carry no origin in ansible-core, so they get their key's."""
+    result = plain(value, path, origins, render, secrets)
+    if path not in origins and (result is None or isinstance(result, bool)):
+        found = origin_of(key)
+        if found is not None:
+            origins[path] = found
+    return result
+
+
 def host_vars(host: str, variables: Mapping[str, Any], render: Render | None = None) -> HostVars:
     """The pdlint-relevant part of one host's variables."""
     origins: dict[Path, Origin] = {}
     secrets: set[Path] = set()
-    values = {
-        name: plain(value, (name,), origins, render, secrets)
-        for name, value in variables.items()
-        if isinstance(name, str) and is_relevant(name)
-    }
+    values: dict[str, Any] = {}
+    for name, value in variables.items():
+        if isinstance(name, str) and is_relevant(name):
+            values[name] = _item(name, value, (name,), origins, render, secrets)
+            found = origin_of(name)  # the key object: where the name is written
+            if found is not None:
+                origins[(str(name), KEY)] = found
     return HostVars(host=host, values=values, origins=origins, secrets=frozenset(secrets))
 
 

@@ -8,6 +8,7 @@ from ..spec import KV_ROLES
 from ..vllm import kvconfig
 from ..vllm import registry as connectors
 from ..vllm.releases import NEWEST
+from ..show import yaml_text
 from .base import Hit, hit, rule
 
 _WRONG = {"prefill": "kv_consumer", "decode": "kv_producer"}
@@ -89,8 +90,8 @@ def invalid(topo: Topology) -> Iterator[Hit]:
     for inst in topo.instances:
         if inst.kv_role is not None and inst.kv_role not in KV_ROLES:
             release = connectors.release_of(inst) or NEWEST
-            yield hit(inst, ("kv_role",), f"kv_role {inst.kv_role!r} is not one of {', '.join(KV_ROLES)}: vLLM "
-                      f"{release} refuses to start ({kvconfig.ROLE_INVALID.at(release)})",
+            yield hit(inst, ("kv_role",), f"kv_role {yaml_text(inst.kv_role)} is not one of {', '.join(KV_ROLES)}: "
+                      f"vLLM {release} refuses to start ({kvconfig.ROLE_INVALID.at(release)})",
                       f"use kv_role: {_RIGHT[inst.role]}")
 
 

@@ -137,3 +137,72 @@ def group_name(_topo: Topology) -> Iterator[Hit]:
             d1: {vllm_pd_role: decode, vllm_pd_deployment: chat}
     """
     return iter(())
+
+
+@rule("inventory[unmatched-vars]")
+def unmatched_vars(_topo: Topology) -> Iterator[Hit]:
+    """A group_vars/ or host_vars/ file or directory matches no group or host of the inventory.
+
+    Ansible reads host_vars/NAME(.yml|.yaml|.json) only for a host called NAME, and
+    ignores every other file there without a word: a typo in the file name drops
+    all its settings (decode falls back to TP 1). The hint names the closest real
+    host or group. Examples after a `--- path` line are the files beside hosts.yml.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            node-p1: {vllm_pd_role: prefill}
+            node-d1: {vllm_pd_role: decode}
+        --- host_vars/node-d1.yml
+        vllm_tensor_parallel_size: 4
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            node-p1: {vllm_pd_role: prefill}
+            node-d1: {vllm_pd_role: decode}
+        --- host_vars/node-dl.yml
+        vllm_tensor_parallel_size: 4
+    """
+    return iter(())
+
+
+@rule("deployment[role-conflict]")
+def role_conflict(_topo: Topology) -> Iterator[Hit]:
+    """A host is in two groups that set different vllm_pd_role values.
+
+    Ansible keeps one of them (the group applied last) without a word, so the
+    host silently serves one side and the deployment may have no instance of
+    the other. The message names each group, the role it gives and where. A
+    child group that overrides its parent's role is deliberate and not reported,
+    nor is a host that sets vllm_pd_role itself.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          children:
+            chat_prefill: {hosts: {p1: {}}}
+            chat_decode: {hosts: {d1: {}}}
+        --- group_vars/chat_prefill.yml
+        vllm_pd_role: prefill
+        --- group_vars/chat_decode.yml
+        vllm_pd_role: decode
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          children:
+            chat_prefill: {hosts: {p1: {}, node-x: {}}}
+            chat_decode: {hosts: {d1: {}, node-x: {}}}
+        --- group_vars/chat_prefill.yml
+        vllm_pd_role: prefill
+        --- group_vars/chat_decode.yml
+        vllm_pd_role: decode
+    """
+    return iter(())

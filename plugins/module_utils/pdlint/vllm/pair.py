@@ -52,7 +52,8 @@ class Side:
         return cls(
             role=inst.role, release=release, connector=registry.canonical(inst.connector),
             tp=inst.tp, pp=inst.pp, dp=inst.dp, block_size=inst.block_size, heads=inst.facts.heads,
-            kv_heads=inst.facts.kv_heads, mla=inst.facts.mla, ssm=inst.facts.ssm, kv_role=inst.kv_role,
+            kv_heads=inst.facts.kv_heads, mla=inst.facts.mla, ssm=inst.facts.ssm,
+            kv_role=inst.kv_role if isinstance(inst.kv_role, str) else None,  # any other is kv-role[invalid]s
             disable_hma=inst.disable_hma, extra=_items(inst.extra), env=_items(inst.env))
 
     def get(self, key: str, default: str | None = None) -> str | None:
