@@ -88,7 +88,7 @@ def _sandbox() -> None:
 
 
 _LAYERING = ("ansible.vars.manager", "ansible.vars.plugins", "ansible.inventory.helpers",
-             "ansible.plugins.vars.host_group_vars")
+             "ansible.plugins.vars.host_group_vars", "ansible.inventory.host", "ansible.inventory.group")
 
 
 @contextlib.contextmanager
