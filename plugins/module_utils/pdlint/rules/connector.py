@@ -121,7 +121,8 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     if kind == "p2p-nccl" and p2p.registered(release):
         missing = p2p.http_port_missing(release, dict(extra))
         if missing:
-            yield ("kv_connector_extra_config", missing, f"set http_port to the instance's API port ({inst.port})")
+            yield ("kv_connector_extra_config", missing, f"set http_port to the instance's API port ({inst.port})" if inst.port is not None
+                   else "set http_port to the port the proxy reaches this instance on")
     if connectors.hma_rejected(inst):
         yield ("disable_hybrid_kv_cache_manager",
                (f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
