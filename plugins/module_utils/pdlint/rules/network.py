@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..vllm import composite
 from ..vllm import registry as connectors
 from ..model import Instance, Topology
 from ..vllm.ports import Bind, binds
@@ -171,7 +172,7 @@ def http_mismatch(topo: Topology) -> Iterator[Hit]:
     for inst in topo.instances:
         if connectors.kind(inst) not in ("moriio", "p2p-nccl") or inst.port is None or not inst.knows("port"):
             continue
-        value = inst.extra.get("http_port")
+        value = composite.effective(inst).extra.get("http_port")
         if value is None or not str(value).strip().isdigit():
             continue
         if int(str(value)) != inst.port:
