@@ -31,7 +31,8 @@ CHILDREN: Timeline[str] = Timeline(
       "engine_id draws its own uuid4")),
     ("0.10.0", "inherit-engine-id", (f"{_M} MultiConnector.__init__ / _get_connector_classes_and_configs "
      "(`engine_id = ktc.get(\"engine_id\", vllm_config.kv_transfer_config.engine_id)`)"),
-     "as before; a child without engine_id inherits the wrapper's"),
+     ("as before; a child without engine_id inherits the wrapper's, and a child that sets engine_id is a "
+      "TypeError (engine_id passed twice)")),
 )
 TRANSFER: Timeline[str] = Timeline(
     "which MultiConnector child pairs prefill with decode",
@@ -143,7 +144,7 @@ def as_child(inst: Instance, child: Child) -> Instance:
     origins.update({k: where for k in ("kv_connector", "kv_role", "kv_connector_extra_config",
                                        "kv_connector_module_path")})
     origins.update({f"extra.{key}": where for key in child.extra})
-    engine_id = child.engine_id or (inst.engine_id if CHILDREN.at(release(inst)) == "inherit-engine-id" else None)
+    engine_id = inst.engine_id if CHILDREN.at(release(inst)) == "inherit-engine-id" else child.engine_id
     return dataclasses.replace(inst, connector=child.connector, kv_role=child.kv_role, module_path=child.module_path,
                                extra=dict(child.extra), engine_id=engine_id, kv_port=child.kv_port, origins=origins)
 
@@ -251,6 +252,10 @@ def config_problems(inst: Instance) -> Iterable[tuple[str, str, str]]:
             yield ("extra.connectors", (f"{label} has no kv_role: each child is its own KVTransferConfig, which "
                    "raises ValueError \"Please specify kv_role when kv_connector is set\""),
                    "set kv_role on every child (NIXL: kv_both)")
+        elif child.engine_id is not None and CHILDREN.at(at) == "inherit-engine-id":
+            yield ("extra.connectors", (f"{label} sets engine_id: vLLM {at} builds it as KVTransferConfig(**ktc, "
+                   "engine_id=...), a TypeError (\"got multiple values for keyword argument 'engine_id'\")"),
+                   "remove engine_id from the child: it inherits the wrapper's engine_id")
         elif not child.module_path and not registry.usable(child.connector, at):
             yield ("extra.connectors", f"{label}: {registry.story(child.connector, at)}",
                    "use a connector the release registers, or set the child's kv_connector_module_path")
