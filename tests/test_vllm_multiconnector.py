@@ -32,7 +32,8 @@ MULTI = f"{vllm_source.KV}/v1/multi_connector.py"
 FACTORY = f"{vllm_source.KV}/factory.py"
 
 NIXL = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
-OFFLOAD = {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": {"num_cpu_blocks": 8}}
+OFFLOAD = {"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+           "kv_connector_extra_config": {"num_cpu_blocks": 8}}
 LMCACHE = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
 MOONCAKE = {"kv_connector": "MooncakeConnector", "kv_role": "kv_producer"}
 SIMPLE = {"kv_connector": "SimpleCPUOffloadConnector", "kv_role": "kv_both"}

@@ -271,10 +271,12 @@ def _cannot_run_hma(inst: Instance) -> str:
     if composite.is_composite(inst):
         if composite.children_hma(inst) is False or composite.class_hma(inst.connector, inst.module_path,
                                                                          release) is False:
-            return f"{inst.label}'s {inst.connector} has a child connector without HMA support in vLLM {release}"
+            lacking = " and ".join(composite.lacking_hma(inst)) or "a child connector"
+            return (f"{inst.label} cannot turn it on: {lacking} in its {inst.connector} lacks SupportsHMA in "
+                    f"vLLM {release}")
         return ""
     if inst.connector and not connectors.supports_hma(connectors.canonical(inst.connector, release), release):
-        return f"{inst.label}'s {inst.connector} does not support HMA in vLLM {release}"
+        return f"{inst.label} cannot turn it on: {inst.connector} lacks SupportsHMA in vLLM {release}"
     return ""
 
 

@@ -208,6 +208,12 @@ def children_hma(inst: Instance) -> bool | None:
     return _all(class_hma(c.connector, c.module_path, at) for c in kids)
 
 
+def lacking_hma(inst: Instance) -> list[str]:
+    """The children of a composite whose class is not SupportsHMA in its release."""
+    at = release(inst)
+    return [c.connector or "?" for c in children(inst) if class_hma(c.connector, c.module_path, at) is False]
+
+
 def hma_failure(inst: Instance) -> str | None:
     """Why a composite engine with the hybrid KV cache manager on does not start in its release (None: it does)."""
     at = release(inst)
@@ -219,8 +225,7 @@ def hma_failure(inst: Instance) -> str | None:
                 f"ValueError \"Connector {name} does not support HMA but HMA is enabled\"")
     if HMA.at(at) in ("none", "unsupported") or children_hma(inst) is not False:
         return None
-    lacking = ", ".join(c.connector or "?" for c in children(inst)
-                        if class_hma(c.connector, c.module_path, at) is False) or "a child"
+    lacking = ", ".join(lacking_hma(inst)) or "a child"
     if HMA.at(at) == "factory-children" and name == MULTI:
         return (f"{lacking} does not support HMA, so in vLLM {at} KVConnectorFactory.supports_hma_config "
                 "(all_children_support_hma) is False: ValueError \"Connector MultiConnector does not support HMA but "
