@@ -60,6 +60,7 @@ class Side:
             kv_heads=inst.facts.kv_heads, mla=inst.facts.mla, ssm=inst.facts.ssm,
             kv_role=view.kv_role if isinstance(view.kv_role, str) else None,  # any other is kv-role[invalid]s
             disable_hma=hma, extra=_items(view.extra), env=_items(inst.env))
+
     def get(self, key: str, default: str | None = None) -> str | None:
         """A kv_connector_extra_config value as text."""
         return dict(self.extra).get(key, default)
