@@ -74,7 +74,20 @@ def test_ack_count_error(collections: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2 and "consumer tp_size 6 must be a multiple of producer tp_size 4" in proc.stdout
 
 
+@pytest.mark.parametrize(("example", "code", "rule"), [("dynamo", 0, None), ("dynamo-hma", 2, "pd-mismatch[hma]")])
+def test_role_on_the_dynamo_examples(collections: Path, tmp_path: Path, example: str, code: int,
+                                     rule: str | None) -> None:
+    """Headless workers bind no API port; PdConnector pairs through its NIXL child and its HMA flag is checked."""
+    proc = play(collections, VALIDATE, str(ROOT / "examples" / example / "hosts.yml"), tmp_path)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    for other in ("port[collision]", "deployment[connector]", "connector[unknown]"):
+        assert other not in proc.stdout
+    if rule:
+        assert rule in proc.stdout and "hosts.yml:34" in proc.stdout
+
+
 @pytest.mark.parametrize("inventory", ["examples/inventory", "examples/ini/hosts.ini",
+                                       "examples/dynamo/hosts.yml", "examples/dynamo-hma/hosts.yml",
                                        "tests/fixtures/schema/bad", "tests/fixtures/schema/good",
                                        "tests/hostile/cases/vault-value/hosts.yml",
                                        "tests/hostile/cases/duplicate-keys/hosts.yml",

@@ -58,6 +58,18 @@ CASES = [
                                                                     "kv_role": "kv_producer"}},
         {"pd_role": "decode", "port": 8003, "kv_transfer_config": {"kv_connector": "MooncakeConnector",
                                                                    "kv_role": "kv_consumer"}})),
+    # port: null is a headless engine (no API server): two on one host do not collide on 8000 ...
+    ("port[collision]", False, colocated({"pd_role": "prefill", "port": None}, {"pd_role": "decode", "port": None})),
+    ("port[collision]", False, colocated({"pd_role": "prefill"}, {"pd_role": "decode"}, port=None)),
+    ("port[collision]", True, colocated({"pd_role": "prefill", "port": None}, {"pd_role": "decode"},
+                                        {"pd_role": "decode"})),  # unset still means 8000
+    # ... but their connector ports still count.
+    ("port[collision]", True, colocated({"pd_role": "prefill", "port": None, "kv_transfer_config": NIXL},
+                                        {"pd_role": "decode", "port": None, "kv_transfer_config": NIXL})),
+    ("port[collision]", False, colocated({"pd_role": "prefill", "port": None, "kv_transfer_config": NIXL},
+                                         {"pd_role": "decode", "port": None, "kv_transfer_config": NIXL,
+                                          "env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5601}})),
+    ("port[http-mismatch]", False, pair("MoRIIOConnector", extra=MORIIO_READ, p={"port": None})),
     ("port[http-mismatch]", True, pair("MoRIIOConnector", extra=MORIIO_READ, p={"port": 8100})),
     ("port[http-mismatch]", False, pair("MoRIIOConnector", extra=MORIIO_READ)),
     ("nixl[side-channel-host]", True, pair("NixlConnector", d={"env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "10.0.0.2"}})),

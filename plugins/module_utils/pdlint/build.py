@@ -119,6 +119,8 @@ def _instance(src: _Source, problems: list[Finding]) -> Instance | None:
         if var.name in ("kv_transfer_config", "env"):
             continue
         value, origin = src.get(var.name)
+        if origin is not None and value is None and var.name == "port":
+            fields["port"], origins["port"] = None, origin  # explicit null: no API server (headless engine)
         if origin is None or value is None:
             continue
         origins[var.name] = origin

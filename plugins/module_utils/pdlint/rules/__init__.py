@@ -13,7 +13,7 @@ STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved,
 CHECKS: tuple[Rule, ...] = (
     version.unknown,
     deployment.incomplete, deployment.connector,
-    connector.unknown, connector.config,
+    connector.unknown, connector.config, connector.out_of_tree,
     kv_role.missing, kv_role.invalid, kv_role.side, kv_role.moriio_explicit,
     tp.heads, tp.kv_heads, tp.model_facts,
     tp_ratio.moriio_ratio, tp_ratio.moriio_write, tp_ratio.nixl, tp_ratio.mooncake, tp_ratio.p2p_nccl,

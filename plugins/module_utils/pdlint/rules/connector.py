@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..model import Instance, Topology
-from ..vllm import mooncake, moriio_config, p2p
+from ..vllm import composite, external, mooncake, moriio_config, p2p
 from ..vllm import registry as connectors
 from ..vllm.releases import DEFAULT, NEWEST, Release, resolve
 from .base import Hit, hit, rule, words
@@ -74,6 +74,72 @@ def unknown(topo: Topology) -> Iterator[Hit]:
         yield hit(inst, ("kv_connector",), message, _unknown_hint(inst, name, release, v0))
 
 
+@rule("connector[out-of-tree]", "info")
+def out_of_tree(topo: Topology) -> Iterator[Hit]:
+    """kv_connector is imported from kv_connector_module_path and pdlint does not know the class.
+
+    vLLM imports an out-of-tree connector from kv_connector_module_path
+    (factory.py get_connector_class: from 0.20.0 the module path wins over the
+    registry; before, only for a name the registry lacks). pdlint knows the
+    widely used ones from their public source (Dynamo's PdConnector, which
+    composes like MultiConnector and pairs through its NixlConnector child,
+    and DynamoConnector from kvbm.vllm_integration.connector; LMCache's
+    LMCacheConnectorV1Dynamic and LMCacheMPConnector); for any other class the
+    pairing rules (tp-ratio, kv-heads, block size, HMA, connector ports) cannot
+    be checked, while the rules that do not depend on the connector still run.
+    A composite's out-of-tree children are reported too.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config:
+              kv_connector: PdConnector
+              kv_connector_module_path: kvbm.vllm_integration.connector
+              kv_role: kv_both
+              kv_connector_extra_config:
+                connectors:
+                  - kv_connector: DynamoConnector
+                    kv_connector_module_path: kvbm.vllm_integration.connector
+                    kv_role: kv_both
+                  - {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_disable_hybrid_kv_cache_manager: true}
+            d1: {vllm_pd_role: decode, vllm_disable_hybrid_kv_cache_manager: true}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config:
+              kv_connector: AcmeConnector
+              kv_connector_module_path: acme.vllm.connector
+              kv_role: kv_both
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+    """
+    for inst in topo.instances:
+        if not inst.knows("kv_connector", "kv_connector_module_path", "kv_connector_extra_config", "version"):
+            continue
+        release = connectors.release_of(inst) or NEWEST
+        own = [(inst.connector, inst.module_path, "kv_connector")]
+        kids = [(c.connector, c.module_path, f"child {c.index} of {inst.connector}")
+                for c in composite.children(inst)]
+        for name, module, what in (*own, *kids):
+            if not isinstance(name, str) or not isinstance(module, str):
+                continue
+            if external.loaded_from_module(name, module, release) and external.lookup(name, module) is None:
+                yield hit(inst, ("kv_connector_module_path", "kv_connector"),
+                          (f"{what} {name} is imported from {module} (out of tree): pdlint does not know how it pairs "
+                           "prefill with decode, so the pairing rules (TP ratio, KV heads, block size, HMA, its "
+                           "ports) are not checked for it"),
+                          "check the pairing against the connector's own documentation; pdlint_skip: "
+                          "[connector[out-of-tree]] silences this note")
+
+
 def _unknown_hint(inst: Instance, name: str, release: Release, v0: bool) -> str:
     renamed = connectors.RENAMED.get(name)
     if v0:
@@ -94,12 +160,12 @@ def _unknown_hint(inst: Instance, name: str, release: Release, v0: bool) -> str:
 def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     """(extra key, message, hint) for each setting MoRIIOConnector of the instance's release cannot use."""
     release = resolve(inst.version).release or DEFAULT
-    return moriio_config.config_problems(inst.extra, release, inst.port)
+    return moriio_config.config_problems(composite.effective(inst).extra, release, inst.port)
 
 
 def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     kind = connectors.kind(inst)
-    extra = inst.extra
+    extra = composite.effective(inst).extra  # a composite's settings that matter are its transfer child's
     release = connectors.release_of(inst) or NEWEST
     if inst.module_path == "" and inst.connector:
         empty = connectors.empty_module_path(inst.connector, release)
@@ -121,8 +187,14 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     if kind == "p2p-nccl" and p2p.registered(release):
         missing = p2p.http_port_missing(release, dict(extra))
         if missing:
-            yield ("kv_connector_extra_config", missing, f"set http_port to the instance's API port ({inst.port})")
-    if connectors.hma_rejected(inst):
+            api = f"the instance's API port ({inst.port})" if inst.port is not None else "the port the proxy reaches"
+            yield ("kv_connector_extra_config", missing, f"set http_port to {api}")
+    yield from composite.config_problems(inst)
+    failure = composite.hma_failure(inst)
+    if failure:
+        yield ("disable_hybrid_kv_cache_manager", failure,
+               "set vllm_disable_hybrid_kv_cache_manager: true (and the same on the instances it pairs with)")
+    elif connectors.hma_rejected(inst) and not composite.is_composite(inst):
         yield ("disable_hybrid_kv_cache_manager",
                (f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
                "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
@@ -182,4 +254,4 @@ def config(topo: Topology) -> Iterator[Hit]:
             continue
         problems = _moriio_problems(inst) if connectors.kind(inst) == "moriio" else iter(())
         for where, message, fix in (*problems, *_other_problems(inst)):
-            yield hit(inst, (where, "kv_connector_extra_config", "kv_connector"), message, fix)
+            yield hit(composite.effective(inst), (where, "kv_connector_extra_config", "kv_connector"), message, fix)

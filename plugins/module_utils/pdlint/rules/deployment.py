@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import Topology
+from ..model import Instance, Topology
+from ..vllm import composite
 from ..vllm import registry as connectors
 from .base import Hit, hit, rule
 
@@ -50,7 +51,11 @@ def connector(topo: Topology) -> Iterator[Hit]:
     vLLM 0.24.0 `NixlConnector` is `NixlPullConnector` (before, only
     NixlConnector exists); `NixlPushConnector` is a different protocol and
     never pairs with either (the transfer mode is part of NIXL's handshake
-    hash).
+    hash). A composite connector pairs through its transfer child: vLLM's
+    MultiConnector (0.9.0+) and Dynamo's PdConnector wrap children in
+    kv_connector_extra_config.connectors, and the P/D child among them (NIXL,
+    MoRIIO, Mooncake, P2pNccl) is what the other side must speak; a prefill on
+    PdConnector(DynamoConnector + NixlConnector) pairs with a NIXL decode.
 
     PASS:
 
@@ -80,10 +85,19 @@ def connector(topo: Topology) -> Iterator[Hit]:
         for p, d in dep.pairs():
             if not (p.lead.knows("kv_connector") and d.lead.knows("kv_connector")):
                 continue
-            pc, dc = p.lead.connector, d.lead.connector
+            # What pairs is a composite's transfer child (MultiConnector, PdConnector), not the wrapper's name.
+            vp, vd = composite.effective(p.lead), composite.effective(d.lead)
+            pc, dc = vp.connector, vd.connector
             if pc == dc or connectors.same_class(pc, dc, p.lead, d.lead):
                 continue
             yield hit(d, ("kv_connector", "kv_transfer_config"),
-                      f"decode uses kv_connector {dc or 'none'} but prefill uses {pc or 'none'}",
+                      f"decode uses kv_connector {_named(vd, d.lead)} but prefill uses {_named(vp, p.lead)}",
                       f"use kv_connector {pc} on decode too" if pc else "set the same kv_connector on both sides",
                       also=(p,), deployment=dep.name)
+
+
+def _named(view: Instance, inst: Instance) -> str:
+    """The connector that pairs, naming the composite it sits in."""
+    if view is inst:
+        return str(inst.connector or "none")
+    return f"{view.connector} (the transfer child of {inst.connector})"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..vllm import composite
 from ..vllm import registry as connectors
 from ..model import Instance, Topology
 from ..vllm.ports import Bind, binds
@@ -61,7 +62,14 @@ def collision(topo: Topology) -> Iterator[Hit]:
     per engine core; MoRIIO binds handshake_port (6301) and notify_port (61005)
     + DP-local rank + TP rank per worker, so one engine with local DP > 1 and
     TP > 1, or PP > 1, collides with itself; Mooncake's prefill binds
-    VLLM_MOONCAKE_BOOTSTRAP_PORT (8998).
+    VLLM_MOONCAKE_BOOTSTRAP_PORT (8998). A composite connector (MultiConnector,
+    Dynamo's PdConnector) binds the ports of every child in
+    kv_connector_extra_config.connectors.
+
+    `vllm_port: null` (or `port: null` on a vllm_instances item) is an engine
+    without an API server (a headless worker, a --headless node): it binds no
+    API port and no API-port rule applies to it, but its connector ports still
+    count. Leaving vllm_port unset means vLLM's default 8000.
 
     PASS:
 
@@ -164,7 +172,7 @@ def http_mismatch(topo: Topology) -> Iterator[Hit]:
     for inst in topo.instances:
         if connectors.kind(inst) not in ("moriio", "p2p-nccl") or inst.port is None or not inst.knows("port"):
             continue
-        value = inst.extra.get("http_port")
+        value = composite.effective(inst).extra.get("http_port")
         if value is None or not str(value).strip().isdigit():
             continue
         if int(str(value)) != inst.port:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..model import Engine, Instance, Topology
+from ..vllm import composite
 from ..vllm import pair as vpair
 from ..vllm import registry as connectors
 from .base import Hit, hit
@@ -16,7 +17,8 @@ def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[
 
     def eligible(engines: tuple[Engine, ...]) -> list[tuple[Engine, Instance, str | None]]:
         # Filter each side once: the cross product below is the hot loop (P x D pairs per rule).
-        return [(e, e.lead, connectors.canonical(e.lead.connector)) for e in engines
+        # A composite pairs through its transfer child (vllm/composite.py): compare the child's class.
+        return [(e, e.lead, connectors.canonical(composite.effective(e.lead).connector)) for e in engines
                 if connectors.kind(e.lead) in kinds and e.lead.knows(*needs, "kv_connector")]
 
     for dep in topo.deployments:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import nixl
+from ..vllm import composite, nixl
 from ..vllm import registry as connectors
 from ..vllm.releases import DEFAULT, Release
 from ..model import Instance, Topology
@@ -243,18 +243,41 @@ def hma(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_disable_hybrid_kv_cache_manager: true}
             d1: {vllm_pd_role: decode}
     """
+    field = "disable_hybrid_kv_cache_manager"
     for p, d, lp, ld in pairs(topo, _PAIRED):
-        field = "disable_hybrid_kv_cache_manager"
         hashed = _nixl_hashed(lp, ld, "hma")
         if hashed is None or not (lp.knows(field) and ld.knows(field)):
             continue
+        if not (connectors.hma_known(lp) and connectors.hma_known(ld)):
+            continue  # an out-of-tree class pdlint cannot see decides it
         a, b = connectors.hma_enabled(lp), connectors.hma_enabled(ld)
         if a != b:
             on = {True: "on", False: "off"}
+            msg = (f"hybrid KV cache manager is {on[a]} on prefill but {on[b]} on decode (NIXL in vLLM {hashed} "
+                   "hashes it at handshake: \"NIXL compatibility hash mismatch\")")
+            stuck = _cannot_run_hma(lp if a is False else ld)
+            if stuck:  # the side that has it on must turn it off: the other side cannot run it
+                where, lead = (d, ld) if a is False else (p, lp)
+                yield hit(where, (field, "kv_transfer_config"), f"{msg}; {stuck}",
+                          f"set vllm_{field}: true on {lead.label}", also=(p, d))
+                continue
             where = d if ld.disable_hma is not None else p
-            yield hit(where, (field,), f"hybrid KV cache manager is {on[a]} on prefill but {on[b]} on decode "
-                      f"(NIXL in vLLM {hashed} hashes it at handshake)", f"set vllm_{field} the same on both sides",
-                      also=(p, d))
+            yield hit(where, (field,), msg, f"set vllm_{field} the same on both sides", also=(p, d))
+
+
+def _cannot_run_hma(inst: Instance) -> str:
+    """Why inst cannot run the hybrid KV cache manager in its release (empty: it can)."""
+    release = _release(inst)
+    if composite.is_composite(inst):
+        if composite.children_hma(inst) is False or composite.class_hma(inst.connector, inst.module_path,
+                                                                         release) is False:
+            lacking = " and ".join(composite.lacking_hma(inst)) or "a child connector"
+            return (f"{inst.label} cannot turn it on: {lacking} in its {inst.connector} lacks SupportsHMA in "
+                    f"vLLM {release}")
+        return ""
+    if inst.connector and not connectors.supports_hma(connectors.canonical(inst.connector, release), release):
+        return f"{inst.label} cannot turn it on: {inst.connector} lacks SupportsHMA in vLLM {release}"
+    return ""
 
 
 @rule("pd-mismatch[block-size]")

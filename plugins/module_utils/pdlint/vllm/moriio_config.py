@@ -86,7 +86,8 @@ def config_problems(extra: Mapping[str, Any], release: Release, api_port: int | 
     read = reads(release)
     for key in REQUIRED.at(release):
         if key not in extra:
-            fix = f"set http_port to the instance's API port ({api_port})" if key == "http_port" else \
+            api = f"the instance's API port ({api_port})" if api_port is not None else "the port the proxy reaches"
+            fix = f"set http_port to {api}" if key == "http_port" else \
                 f"set {key} (vLLM {release} requires it; optional from 0.28.0)"
             yield ("kv_connector_extra_config", f"MoRIIO in vLLM {release} reads kv_connector_extra_config"
                    f"['{key}'] unconditionally (KeyError at worker start)", fix)

@@ -48,13 +48,18 @@ class Side:
 
     @classmethod
     def of(cls, inst: Instance) -> Side:
+        """The engine as its transfer connector sees it: a composite's transfer child (composite.py), else itself."""
+        from . import composite  # composite imports registry, which this module's importers may be loading
+
         release = resolve(inst.version).release or DEFAULT
+        view = composite.effective(inst)
+        hma = inst.disable_hma if inst.disable_hma is not None or view is inst else not registry.hma_enabled(inst)
         return cls(
-            role=inst.role, release=release, connector=registry.canonical(inst.connector),
+            role=inst.role, release=release, connector=registry.canonical(view.connector),
             tp=inst.tp, pp=inst.pp, dp=inst.dp, block_size=inst.block_size, heads=inst.facts.heads,
             kv_heads=inst.facts.kv_heads, mla=inst.facts.mla, ssm=inst.facts.ssm,
-            kv_role=inst.kv_role if isinstance(inst.kv_role, str) else None,  # any other is kv-role[invalid]s
-            disable_hma=inst.disable_hma, extra=_items(inst.extra), env=_items(inst.env))
+            kv_role=view.kv_role if isinstance(view.kv_role, str) else None,  # any other is kv-role[invalid]s
+            disable_hma=hma, extra=_items(view.extra), env=_items(inst.env))
 
     def get(self, key: str, default: str | None = None) -> str | None:
         """A kv_connector_extra_config value as text."""
@@ -112,4 +117,4 @@ def timelines(rule_id: str) -> list[Timeline[Any]]:
 
 
 def _load_families() -> None:
-    from . import kvconfig, mooncake, moriio, nixl, p2p  # noqa: F401 - each registers on import
+    from . import composite, kvconfig, mooncake, moriio, nixl, p2p  # noqa: F401 - each registers on import

@@ -5,7 +5,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from ..model import Instance
-from . import mooncake, moriio_config, nixl
+from . import composite, mooncake, moriio_config, nixl
 from . import registry as connectors
 from .releases import DEFAULT, NEWEST, resolve
 
@@ -30,9 +30,15 @@ def binds(inst: Instance) -> Iterator[Bind]:
     """Every TCP port the instance listens on (one entry per listener, repeats kept)."""
     if inst.node_rank != 0:
         return  # the API server and the engine-core listeners live on the engine's first node
-    if inst.port is not None:
+    if inst.port is not None:  # None: vllm_port: null, an engine without an API server
         yield Bind(inst.port, "API port", "port")
-    kind = connectors.kind(inst)
+    for view in composite.views(inst):  # a composite binds the ports of every child
+        yield from _connector(view)
+
+
+def _connector(inst: Instance) -> Iterator[Bind]:
+    """The listeners of the one connector inst runs."""
+    kind = connectors.registry_kind(inst)
     if kind == "nixl":
         # Per release (nixl.SIDE_CHANNEL): per worker before 0.11.1, then one listener per engine core.
         release = connectors.release_of(inst) or DEFAULT

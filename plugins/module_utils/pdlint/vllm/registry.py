@@ -166,12 +166,21 @@ def kind_of(name: str | None) -> str | None:
 
 
 def kind(inst: Instance) -> str | None:
-    """Connector family of an instance (see kind_of)."""
+    """Connector family of an instance (see kind_of); of a composite, its transfer child's (composite.py)."""
+    from . import composite  # composite reads this registry
+
+    return kind_of(composite.effective(inst).connector)
+
+
+def registry_kind(inst: Instance) -> str | None:
+    """Connector family of the instance's own kv_connector (a composite's children are not looked at)."""
     return kind_of(inst.connector)
 
 
 def is_push(inst: Instance) -> bool:
-    return canonical(inst.connector) == "NixlPushConnector"
+    from . import composite
+
+    return canonical(composite.effective(inst).connector) == "NixlPushConnector"
 
 
 def timelines(rule_id: str) -> list[Timeline[object]]:
@@ -262,20 +271,38 @@ def hma_enabled(inst: Instance) -> bool:
         return not inst.disable_hma
     if not inst.connector:
         return True
-    return mode == "by-connector" and supports_hma(inst.connector, release)
+    from . import composite  # a composite's HMA support depends on its children
+
+    return mode == "by-connector" and bool(composite.supports_hma(inst))
+
+
+def hma_known(inst: Instance) -> bool:
+    """hma_enabled is decided: not an unset flag resolved by an out-of-tree class pdlint cannot see."""
+    from . import composite
+
+    release = release_of(inst) or NEWEST
+    return (inst.disable_hma is not None or not inst.connector or HMA_DEFAULT.at(release) != "by-connector"
+            or composite.supports_hma(inst) is not None)
 
 
 def hma_rejected(inst: Instance) -> bool:
     """HMA explicitly on with a connector that lacks SupportsHMA: factory.py create_connector's ValueError."""
+    from . import composite, external
+
     release = release_of(inst) or NEWEST
-    return (inst.connector is not None and HMA_DEFAULT.at(release) in ("off-unless-set", "by-connector")
-            and inst.disable_hma is False and registered(inst.connector, release)
-            and not supports_hma(inst.connector, release))
+    if inst.connector is None or HMA_DEFAULT.at(release) not in ("off-unless-set", "by-connector") \
+            or inst.disable_hma is not False:
+        return False
+    if external.loaded_from_module(inst.connector, inst.module_path, release):
+        return composite.class_hma(inst.connector, inst.module_path, release) is False
+    return registered(inst.connector, release) and not supports_hma(inst.connector, release)
 
 
 def enforces_compat_hash(inst: Instance) -> bool:
     """base_worker.py: get_from_extra_config("enforce_handshake_compat", True), used for truthiness."""
-    return bool(inst.extra.get("enforce_handshake_compat", True))
+    from . import composite
+
+    return bool(composite.effective(inst).extra.get("enforce_handshake_compat", True))
 
 
 def env_int(inst: Instance, name: str, default: int) -> int | None:
