@@ -88,8 +88,10 @@ def _pair(p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side, findings: tuple[
     if mode == "":
         return PairView(*names, sp.connector, str(sd.release), "", "rejected" if _errors(findings) else "ok", (),
                         None, None, f"pdlint does not model the rank map of {sp.connector}", findings)
+    stages = (f"the map holds for each of prefill's {sp.pp} PP stages (each holds its own layers)"
+              if sp.pp > 1 and mode == "decode reads" else None)
     return PairView(*names, sp.connector, release, mode, "rejected" if _errors(findings) else "ok", links, acks,
-                    what, None, findings)
+                    what, stages, findings)
 
 
 def _errors(findings: Iterable[Finding]) -> bool:
@@ -102,14 +104,14 @@ def _rank_map(kind: str, sp: vpair.Side, sd: vpair.Side) -> tuple[str, str, tupl
     if kind == "nixl" and not nixl.is_push(sp):
         links = [(d, q) for d in range(D) for q in ranks.nixl_targets(d, D, P, sd.release)]
         return ("decode reads", str(sd.release), _links(links, sp, sd), ranks.nixl_notifications(P, D),
-                "completion notifications")
+                "completion notification")
     if kind == "nixl":
         links = [(d, q) for q in range(P) for d in ranks.nixl_targets(q, P, D, sp.release)]
         return "prefill writes", str(sp.release), _links(links, sp, sd), None, None
     if kind == "moriio" and moriio.side_read(sp) and moriio.side_read(sd):
         links = [(d, q) for d in range(D) for q in ranks.remote_ranks(d, D, P, "moriio", sd.release)]
         acks = moriio.ack_count(P, D) if moriio.READ_TP.at(sd.release) == "rank-map" else None
-        return "decode reads", str(sd.release), _links(links, sp, sd), acks, "MoRIIO release acks" if acks else None
+        return "decode reads", str(sd.release), _links(links, sp, sd), acks, "MoRIIO release ack" if acks else None
     if kind == "moriio":
         links = [(d, q) for q in range(P)
                  for d in ranks.moriio_write_targets(q, P, D, sp.kv_heads, sp.mla, sp.ssm, sp.release)]
@@ -118,18 +120,15 @@ def _rank_map(kind: str, sp: vpair.Side, sd: vpair.Side) -> tuple[str, str, tupl
 
 
 def _links(pairs: list[tuple[int, int]], sp: vpair.Side, sd: vpair.Side) -> tuple[Link, ...]:
-    return tuple(Link(d, q, _heads(q, d, sp, sd)) for d, q in sorted(pairs))
+    return tuple(_link(d, q, sp, sd) for d, q in sorted(pairs))
 
 
-def _heads(q: int, d: int, sp: vpair.Side, sd: vpair.Side) -> str:
+def _link(d: int, q: int, sp: vpair.Side, sd: vpair.Side) -> Link:
     """The KV heads both ranks hold: what moves between them."""
     if sp.mla:
-        return "latent (MLA: replicated)"
+        return Link(d, q, (), "mla", True)
     k = sp.kv_heads
     if not k:
-        return "? (KV heads unknown)"
-    shared = sorted(set(ranks.rank_heads(q, sp.tp, k)) & set(ranks.rank_heads(d, sd.tp, k)))
-    if not shared:
-        return "none"
-    text = f"head {shared[0]}" if len(shared) == 1 else f"heads {shared[0]}-{shared[-1]}"
-    return text + (" (replicated)" if max(sp.tp, sd.tp) > k and len(shared) == 1 else "") + f" of {k}"
+        return Link(d, q, (), "unknown", False)
+    shared = tuple(sorted(set(ranks.rank_heads(q, sp.tp, k)) & set(ranks.rank_heads(d, sd.tp, k))))
+    return Link(d, q, shared, "heads", max(sp.tp, sd.tp) > k)

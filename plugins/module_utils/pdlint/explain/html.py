@@ -4,7 +4,7 @@ from __future__ import annotations
 from html import escape
 
 from ..finding import Finding
-from .model import DeploymentView, EngineView, Explanation, PairView
+from .model import acks_text, DeploymentView, EngineView, Explanation, PairView
 from .text import gpus
 
 OPEN_UP_TO = 5  # deployments shown expanded; beyond, each is collapsed and the filter box finds them
@@ -70,7 +70,7 @@ def rank_graph(pair: PairView, p: EngineView, d: EngineView) -> str:
         out.append(f'<line x1="{_BOX + 4}" y1="{y(link.prefill_rank, p.tp):.1f}" x2="{_W - _BOX - 4}" '
                    f'y2="{y(link.decode_rank, d.tp):.1f}" stroke="#4a5568" stroke-width="1.5">'
                    f'<title>prefill rank {link.prefill_rank} -> decode rank {link.decode_rank}: '
-                   f'{_e(link.heads)}</title></line>')
+                   f'{_e(link.text)}</title></line>')
     for engine, x, colour in ((p, 4, "#2f6db5"), (d, _W - _BOX - 4, "#7a3fb0")):
         for rank in range(engine.tp):
             out.append(f'<g data-engine="{_e(engine.name)}" data-rank="{rank}"><rect x="{x}" '
@@ -81,13 +81,12 @@ def rank_graph(pair: PairView, p: EngineView, d: EngineView) -> str:
 
 def _pair(pair: PairView, engines: dict[str, EngineView]) -> str:
     how = ", ".join(x for x in (pair.connector or "no connector", pair.mode, f"vLLM {pair.release}") if x)
-    acks = f"; {pair.acks} {_e(pair.acks_what)} per prefill rank" if pair.acks is not None else ""
+    acks = f"; {_e(acks_text(pair))} per prefill rank" if pair.acks is not None else ""
     out = [f'<h3>{_e(pair.prefill)} &rarr; {_e(pair.decode)}: <span class="{_e(pair.status)}">{_e(pair.status)}</span>'
            f" <small>({_e(how)}){acks}</small></h3>"]
     if pair.note:
         out.append(f"<p>{_e(pair.note)}</p>")
-    if pair.links:
-        out.append(rank_graph(pair, engines[pair.prefill], engines[pair.decode]))
+    out.append(rank_graph(pair, engines[pair.prefill], engines[pair.decode]))
     return "".join(out) + _findings(pair.findings)
 
 
@@ -97,7 +96,8 @@ def _gpu_grid(dep: DeploymentView) -> str:
     for host in hosts:
         cells = [(w, e) for e in dep.engines for w in e.workers if w.host == host]
         out.append(f"<div><b>{_e(host)}</b></div><div class=\"grid\">" + "".join(
-            f'<div class="gpu {_e(e.role)}" title="{_e(e.name)} DP {w.dp} PP {w.pp} TP {w.tp}">GPU {_e(w.gpu or "?")}'
+            f'<div class="gpu {_e(e.role)}" data-engine="{_e(e.name)}" data-tp-rank="{w.tp}" '
+            f'title="{_e(e.name)} DP {w.dp} PP {w.pp} TP {w.tp}">GPU {_e(w.gpu or "?")}'
             f"<br>{_e(e.role[0].upper())} TP{w.tp}" + (f" DP{w.dp}" if e.dp > 1 else "") + "</div>"
             for w, e in sorted(cells, key=lambda c: (c[0].gpu or "", c[1].name))) + "</div>")
     return "".join(out)

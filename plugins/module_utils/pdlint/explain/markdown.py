@@ -1,7 +1,7 @@
 """The explain model as Markdown: summary tables and a Mermaid flowchart of each deployment's rank map."""
 from __future__ import annotations
 
-from .model import DeploymentView, Explanation
+from .model import acks_text, DeploymentView, Explanation
 from .text import gpus
 
 
@@ -33,7 +33,7 @@ def mermaid(dep: DeploymentView) -> list[str]:
             continue
         for link in pair.links:
             a, b = ids[(pair.prefill, link.prefill_rank)], ids[(pair.decode, link.decode_rank)]
-            out.append(f'  {a} -- "{label(link.heads)}" --> {b}')
+            out.append(f'  {a} -- "{label(link.text)}" --> {b}')
     return out + ["```"]
 
 
@@ -46,7 +46,7 @@ def deployment(dep: DeploymentView) -> list[str]:
     for p in dep.pairs:
         status = "**rejected**" if p.status == "rejected" else "ok"
         how = p.mode + f" (vLLM {p.release})" if p.mode else cell(p.note or "")
-        acks = f"{p.acks} {p.acks_what}" if p.acks is not None else "-"
+        acks = acks_text(p) or "-"
         rules = ", ".join(f"`{f.rule}`" for f in p.findings) or "-"
         out.append(f"| `{cell(p.prefill)}` -> `{cell(p.decode)}` | {status} | {how} | {acks} | {rules} |")
     out += ["", *mermaid(dep), ""]

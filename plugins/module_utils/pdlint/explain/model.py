@@ -48,11 +48,36 @@ class EngineView:
 
 @dataclasses.dataclass(frozen=True)
 class Link:
-    """KV moves between one decode TP rank and one prefill TP rank; heads: which KV heads."""
+    """KV moves between one decode TP rank and one prefill TP rank: which of the model's KV heads."""
 
     decode_rank: int
     prefill_rank: int
-    heads: str
+    heads: tuple[int, ...]  # empty: MLA (one latent, replicated) or KV heads unknown (see kv)
+    kv: str  # "heads" | "mla" | "unknown"
+    replicated: bool  # a head held by more ranks than one on the larger side (TP > K)
+
+    @property
+    def text(self) -> str:
+        return head_text(self.heads, self.kv, self.replicated)
+
+
+def head_text(heads: tuple[int, ...], kv: str, replicated: bool = False) -> str:
+    """`heads 0-3`, `head 2 (replicated)`, `MLA latent (replicated)`, `unknown KV heads`."""
+    if kv == "mla":
+        return "MLA latent (replicated)"
+    if kv == "unknown" or not heads:
+        return "unknown KV heads" if kv == "unknown" else "none"
+    runs: list[str] = []
+    start = prev = heads[0]
+    for h in [*heads[1:], None]:
+        if h is not None and h == prev + 1:
+            prev = h
+            continue
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
+        if h is not None:
+            start = prev = h
+    word = "head" if len(heads) == 1 else "heads"
+    return f"{word} {','.join(runs)}" + (" (replicated)" if replicated else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,9 +92,16 @@ class PairView:
     status: str  # "ok" | "rejected"
     links: tuple[Link, ...]
     acks: int | None  # what a prefill rank waits for per request before freeing its blocks
-    acks_what: str | None
+    acks_what: str | None  # singular: "completion notification", "MoRIIO release ack"
     note: str | None  # why links is empty, or a caveat
     findings: tuple[Finding, ...]
+
+
+def acks_text(pair: PairView) -> str:
+    """`2 completion notifications`; empty when the connector has no such count."""
+    if pair.acks is None:
+        return ""
+    return f"{pair.acks} {pair.acks_what}{'' if pair.acks == 1 else 's'}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,7 @@ import textwrap
 from collections.abc import Sequence
 
 from ..finding import Finding
-from .model import DeploymentView, EngineView, Explanation, PairView
+from .model import acks_text, DeploymentView, EngineView, Explanation, Link, PairView, head_text
 
 WIDTH = 100
 _RED, _GREEN, _BOLD, _OFF = "\033[31m", "\033[32m", "\033[1m", "\033[0m"
@@ -49,6 +49,16 @@ def gpus(engine: EngineView) -> str:
     return "; ".join(f"{h}: {spans([w.gpu for w in engine.workers if w.host == h])}" for h in hosts)
 
 
+def workers(engine: EngineView, host: str) -> str:
+    """`PP 0: TP 0-7` per DP rank and PP stage a host runs."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for w in engine.workers:
+        if w.host == host:
+            groups.setdefault((w.dp, w.pp), []).append(str(w.tp))
+    return "; ".join((f"DP {dp} " if engine.dp > 1 else "") + (f"PP {pp} " if engine.pp > 1 else "") + "TP "
+                     + spans(tps) for (dp, pp), tps in sorted(groups.items()))
+
+
 def _paint(text: str, code: str, colour: bool) -> str:
     return f"{code}{text}{_OFF}" if colour else text
 
@@ -68,25 +78,29 @@ def pair_lines(pair: PairView, colour: bool) -> list[str]:
     how = ", ".join(x for x in (pair.connector or "no connector", pair.mode, f"vLLM {pair.release}") if x)
     out = [f"  pair {pair.prefill} -> {pair.decode}: {status} ({how})"]
     if pair.acks is not None:
-        out.append(f"    each prefill rank waits for {pair.acks} {pair.acks_what} per request")
+        out.append(f"    each prefill rank waits for {acks_text(pair)} per request")
     if pair.note:
         out.extend(textwrap.wrap(pair.note, WIDTH, initial_indent="    ", subsequent_indent="      "))
     if pair.links:
-        by_decode: dict[int, list[int]] = {}
-        heads: dict[int, list[str]] = {}
+        by_decode: dict[int, list[Link]] = {}
         for link in pair.links:
-            by_decode.setdefault(link.decode_rank, []).append(link.prefill_rank)
-            heads.setdefault(link.decode_rank, []).append(link.heads)
-        rows = [(d, ",".join(map(str, qs)), "; ".join(dict.fromkeys(heads[d]))) for d, qs in sorted(by_decode.items())]
+            by_decode.setdefault(link.decode_rank, []).append(link)
+        rows = [(d, ",".join(str(x.prefill_rank) for x in links), head_text(
+            tuple(sorted({h for x in links for h in x.heads})), links[0].kv, links[0].replicated))
+            for d, links in sorted(by_decode.items())]
         out += table(("decode rank", "prefill ranks", "KV heads moved"), rows)
     return out + _findings(pair.findings, colour)
 
 
 def deployment_lines(dep: DeploymentView, colour: bool) -> list[str]:
     out = [_paint(f"deployment {dep.name}", _BOLD, colour) + f" (vLLM {', '.join(dep.releases)})"]
-    out += table(("role", "engine", "hosts", "TP", "PP", "DP", "nodes", "connector", "GPUs"),
-                 [(e.role, e.name, ",".join(e.hosts), e.tp, e.pp, e.dp, e.nnodes, e.connector or "-", gpus(e))
+    out += table(("role", "engine", "hosts", "TP", "PP", "DP", "nodes", "connector"),
+                 [(e.role, e.name, ",".join(e.hosts), e.tp, e.pp, e.dp, e.nnodes, e.connector or "-")
                   for e in dep.engines], indent=2)
+    out.append("  GPUs (CUDA devices)")
+    out += table(("host", "engine", "devices", "workers (DP/PP/TP ranks)"),
+                 [(h, e.name, spans([w.gpu for w in e.workers if w.host == h]), workers(e, h))
+                  for e in dep.engines for h in sorted({w.host for w in e.workers})])
     for e in dep.engines:
         if e.findings:
             out.append(f"  engine {e.name}:")
