@@ -15,6 +15,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1d2330;background:#f
 h1{font-size:1.4em;margin:0 0 .5em}
 details{border:1px solid #c9d1dc;border-radius:6px;margin:.6em 0;padding:.3em .8em}
 summary{cursor:pointer;font-weight:600;font-size:1.1em}
+.ports summary{font-size:1em}
 table{border-collapse:collapse;margin:.4em 0}
 th,td{border:1px solid #d8dee6;padding:2px 8px;text-align:left;vertical-align:top}
 th{background:#eef2f7}
@@ -115,12 +116,13 @@ def deployment(dep: DeploymentView, is_open: bool) -> str:
                    for e in dep.engines]),
            "<h3>GPUs</h3>", _gpu_grid(dep), "<h3>Rank maps</h3>"]
     out += [_pair(p, engines) for p in dep.pairs]
-    if dep.ports:
-        out += ["<h3>Listening ports</h3>",
-                _table(("host", "port", "what", "instance"), [(p.host, p.port, p.what, p.instance) for p in dep.ports])]
     engine_findings = [f for e in dep.engines for f in e.findings]
     if dep.findings or engine_findings:
         out += ["<h3>Findings</h3>", _findings([*engine_findings, *dep.findings])]
+    if dep.ports:
+        out += [f'<details class="ports"><summary>Listening ports ({len(dep.ports)})</summary>',
+                _table(("host", "port", "what", "instance"), [(p.host, p.port, p.what, p.instance) for p in dep.ports]),
+                "</details>"]
     return "".join(out) + "</details>"
 
 
