@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
+import vllm_source
 from pdlint.vllm import ranks
 from pdlint.vllm.releases import KNOWN, R, Release
-
-import vllm_source
 
 SIZES = [1, 2, 3, 4, 6, 8, 12, 16]  # the grid of tests/test_vllm_nixl.py and tests/test_vllm_moriio.py
 KV_HEADS = [1, 2, 4, 8, 16]

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-
 from pdlint.cli import main
 
 INVENTORIES = ["examples/inventory", "examples/releases", "examples/ini/hosts.ini", "tests/fixtures/explain/multinode"]

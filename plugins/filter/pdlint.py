@@ -28,7 +28,7 @@ def findings(hostvars: Any, hosts: list[str]) -> list[dict[str, Any]]:
     return [f.as_dict() for f in engine.check(tagged.from_play(hostvars, hosts))]
 
 
-def explain(hostvars: Any, hosts: list[str], format: str = "json") -> Any:  # noqa: A002 - the CLI's option name
+def explain(hostvars: Any, hosts: list[str], format: str = "json") -> Any:  # `format`: the CLI option name
     """pdlint explain's model of the hosts: the JSON model as data, or text/markdown/html as a string."""
     from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.explain import as_json, command, compute
 

@@ -42,16 +42,17 @@ def _size(text: str) -> int:
 
 
 def _parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.REPORTERS)),
-            description: str = "Lint vLLM prefill/decode topologies in Ansible inventories.") -> argparse.ArgumentParser:
+            description: str = "Lint vLLM prefill/decode topologies in Ansible inventories.",
+            format_help: str = "output format (default: text, or github when GITHUB_ACTIONS=true)",
+            ) -> argparse.ArgumentParser:
     """pdlint's options; `pdlint explain` takes the same ones with its own formats."""
-    ap = argparse.ArgumentParser(prog=prog, description=description,
-                                 epilog="Also: `pdlint rules [ID]` documents the rules; `pdlint schema` prints the JSON "
-                                        "Schema; `pdlint explain` shows the topology vLLM will build.")
+    ap = argparse.ArgumentParser(prog=prog, description=description, epilog=(
+        "Also: `pdlint rules [ID]` documents the rules; `pdlint schema` prints the JSON Schema; "
+        "`pdlint explain` shows the topology vLLM will build."))
     ap.add_argument("paths", nargs="*", metavar="PATH", help="inventory file or directory, or any file inside one")
     ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
                     help="inventory source, as in Ansible (repeatable; together they form one inventory)")
-    ap.add_argument("-f", "--format", choices=list(formats), default=None,
-                    help="output format (default: text, or github when GITHUB_ACTIONS=true)")
+    ap.add_argument("-f", "--format", choices=list(formats), default=None, help=format_help)
     ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
                     help="exit 1 on warnings too (default: the config's `strict`, else off)")
     ap.add_argument("--select", metavar="RULES",

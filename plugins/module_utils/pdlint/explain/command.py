@@ -24,7 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     from ..cli import _parser as lint_parser
 
     ap = lint_parser("pdlint explain", sorted(FORMATS), "Show the topology vLLM will build from the inventory: "
-                     "engines and GPUs, the rank map of every prefill/decode pair, listening ports, findings.")
+                     "engines and GPUs, the rank map of every prefill/decode pair, listening ports, findings.",
+                     "output format (default: text)")
     ap.add_argument("--deployment", action="append", default=[], metavar="NAME",
                     help="explain only this deployment (repeatable)")
     ap.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")

@@ -1,7 +1,7 @@
 """Topology + findings -> the explain model, asking the vllm layer what each release does (no rank math here)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..finding import Finding
 from ..model import Deployment, Engine, Topology
@@ -31,18 +31,19 @@ def _deployment(dep: Deployment, findings: list[Finding]) -> DeploymentView:
         sp, sd = vpair.Side.of(p.lead), vpair.Side.of(d.lead)
         problems = vpair.problems(sp, sd) if sp.connector == sd.connector else ()
         rules = {pr.rule for pr in problems} | set(_PAIR_RULES)
-        mine = _take(left, lambda f: f.rule in rules and _touches(f, p) and _touches(f, d))
+        mine = _take(left, lambda f, rules=rules, p=p, d=d: f.rule in rules and _touches(f, p) and _touches(f, d))
         pairs.append(_pair(p, d, sp, sd, mine))
     views = []
     for e in engines:
-        mine = _take(left, lambda f: set(f.hosts) <= set(e.hosts) and _only(f, e, engines))
+        mine = _take(left, lambda f, e=e: set(f.hosts) <= set(e.hosts) and _only(f, e, engines))
         views.append(_engine(e, mine))
     releases = tuple(sorted({v.release for v in views}))
     return DeploymentView(dep.name, releases, tuple(views), tuple(pairs), tuple(sorted(left)))
 
 
-def _take(pool: list[Finding], wanted: object) -> tuple[Finding, ...]:
-    taken = [f for f in pool if wanted(f)]  # type: ignore[operator]
+def _take(pool: list[Finding], wanted: Callable[[Finding], bool]) -> tuple[Finding, ...]:
+    """The findings of pool that wanted picks, removed from pool (each finding is attached once)."""
+    taken = [f for f in pool if wanted(f)]
     for f in taken:
         pool.remove(f)
     return tuple(sorted(taken))
@@ -100,7 +101,7 @@ def _errors(findings: Iterable[Finding]) -> bool:
 
 def _rank_map(kind: str, sp: vpair.Side, sd: vpair.Side) -> tuple[str, str, tuple[Link, ...], int | None, str | None]:
     """(mode, release that maps, links, acks per prefill rank, what the acks are) from the vllm layer."""
-    P, D = sp.tp, sd.tp  # noqa: N806 - the names vLLM's docs use
+    P, D = sp.tp, sd.tp  # the names vLLM's docs use
     if kind == "nixl" and not nixl.is_push(sp):
         links = [(d, q) for d in range(D) for q in ranks.nixl_targets(d, D, P, sd.release)]
         return ("decode reads", str(sd.release), _links(links, sp, sd), ranks.nixl_notifications(P, D),

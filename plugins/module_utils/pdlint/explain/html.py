@@ -4,7 +4,7 @@ from __future__ import annotations
 from html import escape
 
 from ..finding import Finding
-from .model import acks_text, DeploymentView, EngineView, Explanation, PairView
+from .model import DeploymentView, EngineView, Explanation, PairView, acks_text
 from .text import gpus
 
 OPEN_UP_TO = 5  # deployments shown expanded; beyond, each is collapsed and the filter box finds them
@@ -59,8 +59,8 @@ def rank_graph(pair: PairView, p: EngineView, d: EngineView) -> str:
     """Prefill ranks left, decode ranks right, a line per KV link (labelled with the heads on hover)."""
     rows = max(p.tp, d.tp)
     height = rows * _ROW + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" role="img" '
-           f'aria-label="rank map {_e(pair.prefill)} to {_e(pair.decode)}">',
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" role="img" '
+           f'aria-label="rank map {_e(pair.prefill)} to {_e(pair.decode)}">'),
            f'<text x="4" y="14">prefill {_e(p.name)}</text>',
            f'<text x="{_W - _BOX - 4}" y="14">decode {_e(d.name)}</text>']
 
@@ -83,8 +83,8 @@ def rank_graph(pair: PairView, p: EngineView, d: EngineView) -> str:
 def _pair(pair: PairView, engines: dict[str, EngineView]) -> str:
     how = ", ".join(x for x in (pair.connector or "no connector", pair.mode, f"vLLM {pair.release}") if x)
     acks = f"; {_e(acks_text(pair))} per prefill rank" if pair.acks is not None else ""
-    out = [f'<h3>{_e(pair.prefill)} &rarr; {_e(pair.decode)}: <span class="{_e(pair.status)}">{_e(pair.status)}</span>'
-           f" <small>({_e(how)}){acks}</small></h3>"]
+    out = [(f'<h3>{_e(pair.prefill)} &rarr; {_e(pair.decode)}: <span class="{_e(pair.status)}">{_e(pair.status)}</span>'
+           f" <small>({_e(how)}){acks}</small></h3>")]
     if pair.note:
         out.append(f"<p>{_e(pair.note)}</p>")
     out.append(rank_graph(pair, engines[pair.prefill], engines[pair.decode]))
@@ -108,9 +108,9 @@ def deployment(dep: DeploymentView, is_open: bool) -> str:
     engines = {e.name: e for e in dep.engines}
     rejected = sum(1 for p in dep.pairs if p.status == "rejected")
     badge = f' <span class="rejected">{rejected} rejected</span>' if rejected else ""
-    out = [f'<details class="deployment" data-deployment="{_e(dep.name)}"{" open" if is_open else ""}>'
+    out = [(f'<details class="deployment" data-deployment="{_e(dep.name)}"{" open" if is_open else ""}>'
            f"<summary>{_e(dep.name)} <small>(vLLM {_e(', '.join(dep.releases))}; {len(dep.engines)} engines, "
-           f"{len(dep.pairs)} pairs)</small>{badge}</summary>",
+           f"{len(dep.pairs)} pairs)</small>{badge}</summary>"),
            _table(("role", "engine", "hosts", "TP", "PP", "DP", "connector", "GPUs"),
                   [(e.role, e.name, ", ".join(e.hosts), e.tp, e.pp, e.dp, e.connector or "-", gpus(e))
                    for e in dep.engines]),

@@ -1,7 +1,7 @@
 """The explain model as Markdown: summary tables and a Mermaid flowchart of each deployment's rank map."""
 from __future__ import annotations
 
-from .model import acks_text, DeploymentView, Explanation
+from .model import DeploymentView, Explanation, acks_text
 from .text import gpus
 
 
@@ -54,7 +54,8 @@ def deployment(dep: DeploymentView) -> list[str]:
         out += ["| host | port | what | instance |", "|---|---|---|---|"]
         out += [f"| {cell(p.host)} | {p.port} | {cell(p.what)} | {cell(p.instance)} |" for p in dep.ports]
         out.append("")
-    findings = [*dep.findings, *(f for e in dep.engines for f in e.findings), *(f for p in dep.pairs for f in p.findings)]
+    findings = [*dep.findings, *(f for e in dep.engines for f in e.findings),
+                *(f for p in dep.pairs for f in p.findings)]
     out += [f"- **{f.rule}** ({f.severity}) `{cell(f.origin)}`: {cell(f.message)}" for f in sorted(findings)]
     return out + ([""] if findings else [])
 

@@ -5,7 +5,7 @@ import textwrap
 from collections.abc import Sequence
 
 from ..finding import Finding
-from .model import acks_text, DeploymentView, EngineView, Explanation, Link, PairView, head_text
+from .model import DeploymentView, EngineView, Explanation, Link, PairView, acks_text, head_text
 
 WIDTH = 100
 _RED, _GREEN, _BOLD, _OFF = "\033[31m", "\033[32m", "\033[1m", "\033[0m"
