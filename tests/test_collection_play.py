@@ -120,7 +120,7 @@ def test_cli_and_play_agree(collections: Path, tmp_path: Path, inventory: str) -
 
 def test_ansible_doc(collections: Path) -> None:
     env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections)}
-    for kind, name in (("filter", "ack_count"), ("module", "check"), ("test", "valid_tp_pair")):
+    for kind, name in (("filter", "ack_count"), ("filter", "explain"), ("module", "check"), ("test", "valid_tp_pair")):
         out = subprocess.run([str(BIN / "ansible-doc"), "-t", kind, f"pdlint.topology.{name}"], env=env,
                              capture_output=True, text=True, check=False)
         assert out.returncode == 0 and name in out.stdout, out.stderr
@@ -268,3 +268,44 @@ def test_missing_jsonschema_is_named_up_front(collections: Path, tmp_path: Path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "needs the Python package jsonschema>=4.18 on the controller" in proc.stdout, proc.stdout
     assert "pip install 'jsonschema>=4.18'" in proc.stdout
+
+
+def test_explain_filter_returns_the_cli_model(collections: Path, tmp_path: Path) -> None:
+    playbook = """\
+- hosts: all
+  gather_facts: false
+  tasks:
+    - ansible.builtin.copy:
+        content: "{{ hostvars | pdlint.topology.explain(ansible_play_hosts) | to_json }}"
+        dest: "{{ playbook_dir }}/explain.json"
+      run_once: true
+      delegate_to: localhost
+    - ansible.builtin.debug:
+        msg: "REJECTED={{ (hostvars | pdlint.topology.explain(ansible_play_hosts)).deployments
+              | map(attribute='pairs') | flatten | selectattr('status', 'eq', 'rejected')
+              | map(attribute='decode') | join(',') }}"
+      run_once: true
+"""
+    proc = play(collections, playbook, str(ROOT / "examples" / "inventory"), tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "REJECTED=mi-b02\"" in proc.stdout
+    from_play = json.loads((tmp_path / "explain.json").read_text())
+    cli = subprocess.run([str(BIN / "pdlint"), "explain", "examples/inventory", "--format", "json"], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+
+    def pairs(doc: dict) -> list[tuple[object, ...]]:
+        return [(d["name"], p["prefill"], p["decode"], p["status"], p["acks"], json.dumps(p["links"]),
+                 [f["rule"] for f in p["findings"]]) for d in doc["deployments"] for p in d["pairs"]]
+    assert pairs(from_play) == pairs(json.loads(cli.stdout)) and len(pairs(from_play)) == 4
+
+
+def test_role_writes_the_explain_html_even_when_the_check_fails(collections: Path, tmp_path: Path) -> None:
+    report = tmp_path / "report" / "explain.html"
+    report.parent.mkdir()
+    playbook = ("- hosts: all\n  gather_facts: false\n  roles:\n    - role: pdlint.topology.validate\n"
+                f"      vars: {{pdlint_validate_explain_html: '{report}'}}\n")
+    proc = play(collections, playbook, str(ROOT / "examples" / "inventory"), tmp_path)
+    assert proc.returncode == 2 and "tp-ratio[moriio]" in proc.stdout, proc.stdout + proc.stderr
+    page = report.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and 'data-deployment="deepseek-r1"' in page
+    assert '<span class="rejected">rejected</span>' in page

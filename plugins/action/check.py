@@ -16,6 +16,7 @@ from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import conf
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.vllm import releases
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.config import (
     DEFAULT, Config, ConfigError, apply, names)
+from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.explain import compute, html
 from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import notes, roles, tagged
 
 _KEYS = ("type", "elements", "choices", "default", "required")
@@ -74,6 +75,10 @@ class ActionModule(ActionBase):
             files += roles.from_ansible(inventory, loader, sources, {hv.host: hv.values.get(roles.ROLE)
                                                                      for hv in loaded})
         found = sorted(apply(files, config) + checked.findings)
+        if args.get("explain_html"):  # the report of exactly what was checked, written even when the task fails
+            Path(args["explain_html"]).write_text(html.render(compute.explain(checked.topology, found)),
+                                                  encoding="utf-8")
+            result["explain_html"] = args["explain_html"]
         failing = ("error",) if args["fail_on"] == "error" else ("error", "warning")
         result["findings"] = [f.as_dict() for f in found]
         result["suppressed"] = [f.as_dict() for f in checked.suppressed]

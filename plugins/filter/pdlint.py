@@ -1,4 +1,4 @@
-"""Filters over the pdlint rules core: ack_count, remote_ranks, findings."""
+"""Filters over the pdlint rules core: ack_count, remote_ranks, findings, explain."""
 from __future__ import annotations
 
 from typing import Any
@@ -31,6 +31,17 @@ def findings(hostvars: Any, hosts: list[str]) -> list[dict[str, Any]]:
     return [f.as_dict() for f in engine.check(tagged.from_play(hostvars, hosts))]
 
 
+def explain(hostvars: Any, hosts: list[str], format: str = "json") -> Any:  # `format`: the CLI option name
+    """pdlint explain's model of the hosts: the JSON model as data, or text/markdown/html as a string."""
+    from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.explain import as_json, command, compute
+
+    if format not in command.FORMATS:
+        raise AnsibleFilterError(f"pdlint.topology.explain: format must be one of {', '.join(sorted(command.FORMATS))}")
+    found, topology = engine.run(tagged.from_play(hostvars, hosts))
+    model = compute.explain(topology, found)
+    return as_json.as_dict(model) if format == "json" else command.FORMATS[format](model, False)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"ack_count": ack_count, "remote_ranks": remote_ranks, "findings": findings}
+        return {"ack_count": ack_count, "remote_ranks": remote_ranks, "findings": findings, "explain": explain}

@@ -43,6 +43,11 @@ options:
         C(vllm_version) (as the CLI's C(--vllm-version)); default the newest release pdlint knows.
       - Accepts C(0.32.0), C(v0.32.0), C(0.32), C(0.32.0.post1), C(0.32.0+cpu); C(pdlint versions) lists the releases.
     type: str
+  explain_html:
+    description:
+      - Also write C(pdlint explain)'s HTML report of the checked hosts (engines, GPUs, rank maps, ports, the
+        findings) to this path on the controller, before the task fails on findings.
+    type: path
 attributes:
   check_mode:
     support: full

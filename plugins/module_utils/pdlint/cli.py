@@ -6,13 +6,14 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import NEWEST_VLLM, __version__, configfile, engine, report, schema
 from . import config as configuration
 from .config import Config, ConfigError, names
 from .finding import Finding, Origin
+from .hostvars import HostVars
 from .load import guard
 from .rules import REGISTRY
 
@@ -40,15 +41,19 @@ def _size(text: str) -> int:
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="pdlint", description="Lint vLLM prefill/decode topologies in Ansible inventories.",
-                                 epilog="Also: `pdlint rules [ID]` documents the rules; `pdlint models [NAME]` lists the models "
-                                        "pdlint knows; `pdlint schema` prints the JSON Schema.")
+def _parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.REPORTERS)),
+            description: str = "Lint vLLM prefill/decode topologies in Ansible inventories.",
+            format_help: str = "output format (default: text, or github when GITHUB_ACTIONS=true)",
+            ) -> argparse.ArgumentParser:
+    """pdlint's options; `pdlint explain` takes the same ones with its own formats."""
+    ap = argparse.ArgumentParser(prog=prog, description=description, epilog=(
+        "Also: `pdlint rules [ID]` documents the rules; `pdlint models [NAME]` lists the models pdlint knows; "
+        "`pdlint versions` lists the vLLM releases; `pdlint schema` prints the JSON Schema; "
+        "`pdlint explain` shows the topology vLLM will build."))
     ap.add_argument("paths", nargs="*", metavar="PATH", help="inventory file or directory, or any file inside one")
     ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
                     help="inventory source, as in Ansible (repeatable; together they form one inventory)")
-    ap.add_argument("-f", "--format", choices=sorted(report.REPORTERS), default=None,
-                    help="output format (default: text, or github when GITHUB_ACTIONS=true)")
+    ap.add_argument("-f", "--format", choices=list(formats), default=None, help=format_help)
     ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
                     help="exit 1 on warnings too (default: the config's `strict`, else off)")
     ap.add_argument("--select", metavar="RULES",
@@ -181,13 +186,32 @@ def _format(args: argparse.Namespace) -> str:
     return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
 
 
+def load_group(args: argparse.Namespace, sources: list[str], notes: list[Finding],
+               fail: Callable[[list[Finding]], object]) -> list[HostVars] | None:
+    """One inventory's hosts as pdlint loads them; None after passing fail() the findings that make it unusable."""
+    from .load import select
+    from .load.preflight import LoadError
+
+    try:
+        loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
+                             allow_plugins=args.allow_inventory_plugins,
+                             limits=guard.Limits(max_file_bytes=args.max_file_size),
+                             vault_password_file=args.vault_password_file, notes=notes)
+    except LoadError as exc:
+        fail([exc.finding])
+        return None
+    if not loaded:
+        empty = Finding(Origin(", ".join(sources)), "load-error", "error", "the inventory has no hosts",
+                        "name the inventory (or a file inside it) that defines the P/D hosts")
+        fail([*notes, empty])
+        return None
+    return loaded
+
+
 def _lint(args: argparse.Namespace) -> int:
     from .load import safety
 
     safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core
-    from .load import select
-    from .load.preflight import LoadError
-
     started = time.perf_counter()
     try:
         config = _config(args)
@@ -211,18 +235,8 @@ def _lint(args: argparse.Namespace) -> int:
     assumed = False
     for sources in groups:
         notes: list[Finding] = []
-        try:
-            loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
-                                 allow_plugins=args.allow_inventory_plugins,
-                                 limits=guard.Limits(max_file_bytes=args.max_file_size),
-                                 vault_password_file=args.vault_password_file, notes=notes)
-        except LoadError as exc:
-            sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))
-            return 2
-        if not loaded:
-            empty = Finding(Origin(", ".join(sources)), "load-error", "error", "the inventory has no hosts",
-                            "name the inventory (or a file inside it) that defines the P/D hosts")
-            sys.stdout.write(report.REPORTERS[fmt]([*notes, empty], None))
+        loaded = load_group(args, sources, notes, lambda found: sys.stdout.write(report.REPORTERS[fmt](found, None)))
+        if loaded is None:
             return 2
         result = engine.lint(loaded, config)
         findings.extend(configuration.apply(notes, config) + result.findings)
@@ -253,6 +267,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if argv and argv[0] == "models" and not os.path.exists("models"):
             return _models(argv[1:])
+        if argv and argv[0] == "explain" and not os.path.exists("explain"):
+            from .explain.command import explain
+
+            return explain(argv[1:])
         if argv and argv[0] == "schema" and not os.path.exists("schema"):
             sys.stdout.write(schema.dumps())
             return 0

@@ -4,16 +4,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..model import Instance, Topology
+from ..vllm import parallel
 from .base import Hit, hit, rule
 
 _CVD = "env.CUDA_VISIBLE_DEVICES"
 
 
 def _devices(inst: Instance) -> list[str] | None:
-    raw = inst.env.get("CUDA_VISIBLE_DEVICES")
-    if raw is None or not inst.knows(_CVD):
+    if not inst.knows(_CVD):
         return None
-    return [d.strip() for d in raw.split(",") if d.strip()]
+    return parallel.visible_devices(inst.env)
 
 
 def _by_node(topo: Topology) -> dict[str, list[Instance]]:

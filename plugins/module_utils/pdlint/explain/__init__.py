@@ -1,0 +1,1 @@
+"""`pdlint explain`: the topology vLLM will build, rank by rank (model, then one renderer per format)."""

@@ -1,0 +1,37 @@
+"""The explain model as JSON (schemas/pdlint-explain.schema.json describes it)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from ..finding import Finding
+from .model import DeploymentView, Explanation
+
+VERSION = 1  # of the JSON shape; bump when a key changes meaning
+
+
+def as_dict(expl: Explanation) -> dict[str, Any]:
+    """Plain values: findings in the CLI's JSON finding contract, each deployment with its port table."""
+    return {"version": VERSION, "deployments": [_deployment(d) for d in expl.deployments],
+            "findings": [f.as_dict() for f in expl.findings]}
+
+
+def _deployment(dep: DeploymentView) -> dict[str, Any]:
+    out = _plain(dep)
+    out["ports"] = [_plain(p) for p in dep.ports]
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Finding):
+        return value.as_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def render(expl: Explanation, colour: bool = False) -> str:
+    return json.dumps(as_dict(expl), indent=2) + "\n"

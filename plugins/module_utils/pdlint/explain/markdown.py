@@ -1,0 +1,68 @@
+"""The explain model as Markdown: summary tables and a Mermaid flowchart of each deployment's rank map."""
+from __future__ import annotations
+
+from .model import DeploymentView, Explanation, acks_text
+from .text import gpus
+
+
+def cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def label(text: str) -> str:
+    """Mermaid label text: quotes and angle brackets as entity codes (Mermaid's #quot; form)."""
+    return text.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+
+
+def mermaid(dep: DeploymentView) -> list[str]:
+    """flowchart LR: one subgraph per engine with a node per TP rank; KV edges prefill rank -> decode rank."""
+    out = ["```mermaid", "flowchart LR"]
+    ids = {}
+    for i, e in enumerate(dep.engines):
+        out.append(f'  subgraph e{i}["{label(f"{e.role} {e.name} (TP {e.tp})")}"]')
+        for rank in range(e.tp):
+            ids[(e.name, rank)] = f"e{i}r{rank}"
+            out.append(f'    e{i}r{rank}["rank {rank}"]')
+        out.append("  end")
+    for k, pair in enumerate(dep.pairs):
+        if pair.status == "rejected" or not pair.links:
+            why = "rejected" if pair.status == "rejected" else "no rank map"
+            src = next(i for i, e in enumerate(dep.engines) if e.name == pair.prefill)
+            dst = next(i for i, e in enumerate(dep.engines) if e.name == pair.decode)
+            out.append(f'  e{src} -. "{label(why)}" .-> e{dst}')
+            continue
+        for link in pair.links:
+            a, b = ids[(pair.prefill, link.prefill_rank)], ids[(pair.decode, link.decode_rank)]
+            out.append(f'  {a} -- "{label(link.text)}" --> {b}')
+    return out + ["```"]
+
+
+def deployment(dep: DeploymentView) -> list[str]:
+    out = [f"### Deployment `{dep.name}` (vLLM {', '.join(dep.releases)})", "",
+           "| role | engine | hosts | TP | PP | DP | connector | GPUs |", "|---|---|---|---|---|---|---|---|"]
+    out += [f"| {e.role} | `{cell(e.name)}` | {cell(', '.join(e.hosts))} | {e.tp} | {e.pp} | {e.dp} | "
+            f"{cell(e.connector or '-')} | {cell(gpus(e))} |" for e in dep.engines]
+    out += ["", "| prefill -> decode | status | rank map | acks per prefill rank | findings |", "|---|---|---|---|---|"]
+    for p in dep.pairs:
+        status = "**rejected**" if p.status == "rejected" else "ok"
+        how = p.mode + f" (vLLM {p.release})" if p.mode else cell(p.note or "")
+        acks = acks_text(p) or "-"
+        rules = ", ".join(f"`{f.rule}`" for f in p.findings) or "-"
+        out.append(f"| `{cell(p.prefill)}` -> `{cell(p.decode)}` | {status} | {how} | {acks} | {rules} |")
+    out += ["", *mermaid(dep), ""]
+    if dep.ports:
+        out += ["| host | port | what | instance |", "|---|---|---|---|"]
+        out += [f"| {cell(p.host)} | {p.port} | {cell(p.what)} | {cell(p.instance)} |" for p in dep.ports]
+        out.append("")
+    findings = [*dep.findings, *(f for e in dep.engines for f in e.findings),
+                *(f for p in dep.pairs for f in p.findings)]
+    out += [f"- **{f.rule}** ({f.severity}) `{cell(f.origin)}`: {cell(f.message)}" for f in sorted(findings)]
+    return out + ([""] if findings else [])
+
+
+def render(expl: Explanation, colour: bool = False) -> str:
+    out = ["## pdlint explain", ""]
+    for dep in expl.deployments:
+        out += deployment(dep)
+    out += [f"- **{f.rule}** ({f.severity}) `{cell(f.origin)}`: {cell(f.message)}" for f in expl.findings]
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -1,0 +1,132 @@
+"""The explain model: what vLLM will build for each deployment, as frozen values every format renders."""
+from __future__ import annotations
+
+import dataclasses
+
+from ..finding import Finding
+
+
+@dataclasses.dataclass(frozen=True)
+class Worker:
+    """One GPU worker of an engine: its DP/PP/TP rank and the CUDA device it takes on its host."""
+
+    host: str
+    node: str
+    dp: int
+    pp: int
+    tp: int
+    gpu: str | None  # None: CUDA_VISIBLE_DEVICES lists fewer devices than the workers
+
+
+@dataclasses.dataclass(frozen=True)
+class Port:
+    """One listener: the host, the port, what binds it, and the instance that binds it."""
+
+    host: str
+    port: int
+    what: str
+    instance: str
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineView:
+    """One engine (maybe over several hosts) as vLLM will start it."""
+
+    name: str
+    role: str
+    release: str
+    connector: str | None
+    tp: int
+    pp: int
+    dp: int
+    nnodes: int
+    hosts: tuple[str, ...]
+    workers: tuple[Worker, ...]
+    ports: tuple[Port, ...]
+    findings: tuple[Finding, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Link:
+    """KV moves between one decode TP rank and one prefill TP rank: which of the model's KV heads."""
+
+    decode_rank: int
+    prefill_rank: int
+    heads: tuple[int, ...]  # empty: MLA (one latent, replicated) or KV heads unknown (see kv)
+    kv: str  # "heads" | "mla" | "unknown"
+    replicated: bool  # a head held by more ranks than one on the larger side (TP > K)
+
+    @property
+    def text(self) -> str:
+        return head_text(self.heads, self.kv, self.replicated)
+
+
+def head_text(heads: tuple[int, ...], kv: str, replicated: bool = False) -> str:
+    """`heads 0-3`, `head 2 (replicated)`, `MLA latent (replicated)`, `unknown KV heads`."""
+    if kv == "mla":
+        return "MLA latent (replicated)"
+    if kv == "unknown" or not heads:
+        return "unknown KV heads" if kv == "unknown" else "none"
+    runs: list[str] = []
+    start = prev = heads[0]
+    for h in [*heads[1:], None]:
+        if h is not None and h == prev + 1:
+            prev = h
+            continue
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
+        if h is not None:
+            start = prev = h
+    word = "head" if len(heads) == 1 else "heads"
+    return f"{word} {','.join(runs)}" + (" (replicated)" if replicated else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class PairView:
+    """A prefill/decode engine pair: the rank map vLLM computes for it, or why it has none."""
+
+    prefill: str
+    decode: str
+    connector: str | None
+    release: str  # the release whose code maps the ranks (the reading or writing side's)
+    mode: str  # "decode reads" | "prefill writes" | "" (no rank map)
+    status: str  # "ok" | "rejected"
+    links: tuple[Link, ...]
+    acks: int | None  # what a prefill rank waits for per request before freeing its blocks
+    acks_what: str | None  # singular: "completion notification", "MoRIIO release ack"
+    note: str | None  # why links is empty, or a caveat
+    findings: tuple[Finding, ...]
+
+
+def acks_text(pair: PairView) -> str:
+    """`2 completion notifications`; empty when the connector has no such count."""
+    if pair.acks is None:
+        return ""
+    return f"{pair.acks} {pair.acks_what}{'' if pair.acks == 1 else 's'}"
+
+
+@dataclasses.dataclass(frozen=True)
+class DeploymentView:
+    name: str
+    releases: tuple[str, ...]
+    engines: tuple[EngineView, ...]
+    pairs: tuple[PairView, ...]
+    findings: tuple[Finding, ...]  # those that concern the deployment, not one engine or pair
+
+    @property
+    def ports(self) -> tuple[Port, ...]:
+        return tuple(sorted((p for e in self.engines for p in e.ports), key=lambda p: (p.host, p.port, p.what)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Explanation:
+    deployments: tuple[DeploymentView, ...]
+    findings: tuple[Finding, ...]  # those of no deployment (schema, load notes, ...)
+
+    def all_findings(self) -> list[Finding]:
+        """Every attached finding, once: the model drops none."""
+        found = list(self.findings)
+        for dep in self.deployments:
+            found.extend(dep.findings)
+            found.extend(f for e in dep.engines for f in e.findings)
+            found.extend(f for p in dep.pairs for f in p.findings)
+        return sorted(found)

@@ -1,0 +1,125 @@
+"""The explain model as aligned plain-text tables (100 columns; colour only when asked)."""
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+
+from ..finding import Finding
+from .model import DeploymentView, EngineView, Explanation, Link, PairView, acks_text, head_text
+
+WIDTH = 100
+_RED, _GREEN, _BOLD, _OFF = "\033[31m", "\033[32m", "\033[1m", "\033[0m"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], indent: int = 4) -> list[str]:
+    """Columns padded to their widest cell; the widest column is cut (with ~) so a line fits WIDTH."""
+    cells = [[str(c) for c in headers], *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    over = indent + sum(widths) + 2 * (len(widths) - 1) - WIDTH
+    if over > 0:
+        wide = widths.index(max(widths))
+        widths[wide] = max(widths[wide] - over, 8)
+    out = []
+    for r in cells:
+        fitted = [c if len(c) <= w else c[:w - 1] + "~" for c, w in zip(r, widths)]
+        out.append((" " * indent + "  ".join(c.ljust(w) for c, w in zip(fitted, widths))).rstrip())
+    return out
+
+
+def spans(values: Sequence[str | None]) -> str:
+    """'0,1,2,3,6' -> '0-3,6' for numeric device names; others as listed; None as '?'."""
+    out: list[str] = []
+    run: list[int] = []
+    for v in [*values, ""]:
+        if v is not None and v.isdigit() and (not run or int(v) == run[-1] + 1):
+            run.append(int(v))
+            continue
+        if run:
+            out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+        run = [int(v)] if v is not None and v.isdigit() else []
+        if v is None:
+            out.append("?")
+        elif v and not v.isdigit():
+            out.append(v)
+    return ",".join(out)
+
+
+def gpus(engine: EngineView) -> str:
+    hosts = sorted({w.host for w in engine.workers})
+    return "; ".join(f"{h}: {spans([w.gpu for w in engine.workers if w.host == h])}" for h in hosts)
+
+
+def workers(engine: EngineView, host: str) -> str:
+    """`PP 0: TP 0-7` per DP rank and PP stage a host runs."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for w in engine.workers:
+        if w.host == host:
+            groups.setdefault((w.dp, w.pp), []).append(str(w.tp))
+    return "; ".join((f"DP {dp} " if engine.dp > 1 else "") + (f"PP {pp} " if engine.pp > 1 else "") + "TP "
+                     + spans(tps) for (dp, pp), tps in sorted(groups.items()))
+
+
+def _paint(text: str, code: str, colour: bool) -> str:
+    return f"{code}{text}{_OFF}" if colour else text
+
+
+def _findings(findings: Sequence[Finding], colour: bool, indent: int = 4) -> list[str]:
+    out = []
+    for f in findings:
+        head = _paint(f"{f.rule} ({f.severity})", _RED if f.severity == "error" else _BOLD, colour)
+        body = f"{head} {f.message}" + (f" (hint: {f.hint})" if f.hint else "") + f" [{f.origin}]"
+        out.extend(textwrap.wrap(body, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + 2),
+                                 break_on_hyphens=False))
+    return out
+
+
+def pair_lines(pair: PairView, colour: bool) -> list[str]:
+    status = _paint(pair.status.upper(), _RED, colour) if pair.status == "rejected" else _paint("ok", _GREEN, colour)
+    how = ", ".join(x for x in (pair.connector or "no connector", pair.mode, f"vLLM {pair.release}") if x)
+    out = [f"  pair {pair.prefill} -> {pair.decode}: {status} ({how})"]
+    if pair.acks is not None:
+        out.append(f"    each prefill rank waits for {acks_text(pair)} per request")
+    if pair.note:
+        out.extend(textwrap.wrap(pair.note, WIDTH, initial_indent="    ", subsequent_indent="      "))
+    if pair.links:
+        by_decode: dict[int, list[Link]] = {}
+        for link in pair.links:
+            by_decode.setdefault(link.decode_rank, []).append(link)
+        rows = [(d, ",".join(str(x.prefill_rank) for x in links), head_text(
+            tuple(sorted({h for x in links for h in x.heads})), links[0].kv, links[0].replicated))
+            for d, links in sorted(by_decode.items())]
+        out += table(("decode rank", "prefill ranks", "KV heads moved"), rows)
+    return out + _findings(pair.findings, colour)
+
+
+def deployment_lines(dep: DeploymentView, colour: bool) -> list[str]:
+    out = [_paint(f"deployment {dep.name}", _BOLD, colour) + f" (vLLM {', '.join(dep.releases)})"]
+    out += table(("role", "engine", "hosts", "TP", "PP", "DP", "nodes", "connector"),
+                 [(e.role, e.name, ",".join(e.hosts), e.tp, e.pp, e.dp, e.nnodes, e.connector or "-")
+                  for e in dep.engines], indent=2)
+    out.append("  GPUs (CUDA devices)")
+    out += table(("host", "engine", "devices", "workers (DP/PP/TP ranks)"),
+                 [(h, e.name, spans([w.gpu for w in e.workers if w.host == h]), workers(e, h))
+                  for e in dep.engines for h in sorted({w.host for w in e.workers})])
+    for e in dep.engines:
+        if e.findings:
+            out.append(f"  engine {e.name}:")
+            out += _findings(e.findings, colour)
+    for pair in dep.pairs:
+        out += pair_lines(pair, colour)
+    if dep.ports:
+        out.append("  listening ports")
+        out += table(("host", "port", "what", "instance"), [(p.host, p.port, p.what, p.instance) for p in dep.ports])
+    if dep.findings:
+        out.append("  deployment findings")
+        out += _findings(dep.findings, colour)
+    return out
+
+
+def render(expl: Explanation, colour: bool = False) -> str:
+    out: list[str] = []
+    for dep in expl.deployments:
+        out += [*deployment_lines(dep, colour), ""]
+    if expl.findings:
+        out += ["findings outside any deployment", *_findings(expl.findings, colour, 2)]
+    return "\n".join(out).rstrip("\n") + "\n"
