@@ -22,7 +22,7 @@ import vllm_source
 from test_vllm_registry import hma_classes as _hma_classes
 
 from pdlint.model import Instance
-from pdlint.vllm import composite, registry
+from pdlint.vllm import composite, hma, registry
 from pdlint.vllm.releases import KNOWN, R, Release
 
 hma_classes = functools.cache(_hma_classes)  # a walk of every kv_connector file: once per release
@@ -207,13 +207,13 @@ def test_an_unset_flag_resolves_as_the_release_resolves_it(release: Release) -> 
     assert registry.supports_hma("MultiConnector", release) is wrapper_is_hma
     for connectors in GRID:
         inst = _instance(release, connectors)
-        unset_on = registry.hma_enabled(inst)
+        unset_on = hma.enabled(inst)
         if not wrapper_is_hma or registry.HMA_DEFAULT.at(release) != "by-connector":
             assert unset_on is False, (release, connectors)  # forced off, off unless set, or no SupportsHMA
         else:
             assert unset_on is bool(composite.children_hma(inst) or (not connectors and release < R("0.23.0")))
         explicit = _instance(release, connectors, disable_hma=False)
-        starts = composite.hma_failure(explicit) is None
+        starts = hma.failure(explicit) is None
         if not wrapper_is_hma:
             assert not starts or registry.HMA_DEFAULT.at(release) in ("absent", "forced-off"), (release, connectors)
         else:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .rules import REGISTRY
-from .vllm import pair, registry
+from .vllm import history, registry
 from .vllm.releases import KNOWN
 
 # Rules that do not depend on the vLLM release (pdlint's own input checks, or facts of the inventory itself).
@@ -42,7 +42,7 @@ def release_table(rule_id: str) -> str:
     every = f"{KNOWN[0]} - {KNOWN[-1]}"
     if rule_id == "connector[unknown]":
         return f"Across vLLM releases: the registered names differ by release ({every}); `pdlint versions` lists them.\n"
-    timelines = pair.timelines(rule_id) + registry.timelines(rule_id)
+    timelines = history.timelines(rule_id)
     if not timelines and rule_id in SAME_WHILE_REGISTERED:
         spans = "; ".join(f"{name} {span}" for name in SAME_WHILE_REGISTERED[rule_id]
                           for span, there in registry.history(name) if there)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..model import Instance, Topology
-from ..vllm import composite, external, mooncake, moriio_config, p2p
+from ..vllm import composite, external, hma, mooncake, moriio_config, p2p, view
 from ..vllm import registry as connectors
 from ..vllm.releases import DEFAULT, NEWEST, Release, resolve
 from .base import Hit, hit, rule, words
@@ -164,7 +164,7 @@ def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
 
 
 def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
-    kind = connectors.kind(inst)
+    kind = view.kind(inst)
     extra = composite.effective(inst).extra  # a composite's settings that matter are its transfer child's
     release = connectors.release_of(inst) or NEWEST
     if inst.module_path == "" and inst.connector:
@@ -190,11 +190,11 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
             api = f"the instance's API port ({inst.port})" if inst.port is not None else "the port the proxy reaches"
             yield ("kv_connector_extra_config", missing, f"set http_port to {api}")
     yield from composite.config_problems(inst)
-    failure = composite.hma_failure(inst)
+    failure = hma.failure(inst)
     if failure:
         yield ("disable_hybrid_kv_cache_manager", failure,
                "set vllm_disable_hybrid_kv_cache_manager: true (and the same on the instances it pairs with)")
-    elif connectors.hma_rejected(inst) and not composite.is_composite(inst):
+    elif hma.rejected(inst) and not composite.is_composite(inst):
         yield ("disable_hybrid_kv_cache_manager",
                (f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
                "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
@@ -252,6 +252,6 @@ def config(topo: Topology) -> Iterator[Hit]:
     for inst in topo.instances:
         if not inst.knows("kv_connector", "kv_connector_extra_config", "version", "disable_hybrid_kv_cache_manager"):
             continue
-        problems = _moriio_problems(inst) if connectors.kind(inst) == "moriio" else iter(())
+        problems = _moriio_problems(inst) if view.kind(inst) == "moriio" else iter(())
         for where, message, fix in (*problems, *_other_problems(inst)):
             yield hit(composite.effective(inst), (where, "kv_connector_extra_config", "kv_connector"), message, fix)

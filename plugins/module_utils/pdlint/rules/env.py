@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import moriio_config
-from ..vllm import registry as connectors
+from ..vllm import moriio_config, registry as connectors, view
 from ..vllm.releases import DEFAULT, resolve
 from ..model import Topology
 from .base import Hit, hit, rule
@@ -59,7 +58,7 @@ def ignored(topo: Topology) -> Iterator[Hit]:
                 kv_connector_extra_config: {http_port: 8000}
     """
     for inst in topo.instances:
-        if connectors.kind(inst) not in ("moriio", None):
+        if view.kind(inst) not in ("moriio", None):
             continue
         release = resolve(inst.version).release or DEFAULT
         for name, key in moriio_config.ignored_env(inst.env, release):

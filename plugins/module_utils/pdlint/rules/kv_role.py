@@ -5,8 +5,7 @@ from collections.abc import Iterator
 
 from ..model import Topology
 from ..spec import KV_ROLES
-from ..vllm import composite, kvconfig
-from ..vllm import registry as connectors
+from ..vllm import composite, kvconfig, registry as connectors, view
 from ..vllm.releases import NEWEST
 from ..show import yaml_text
 from .base import Hit, hit, rule
@@ -131,7 +130,7 @@ def side(topo: Topology) -> Iterator[Hit]:
               vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_consumer}
     """
     for inst in map(composite.effective, topo.instances):  # a composite's transfer child acts on its own kv_role
-        if connectors.kind(inst) in connectors.ROLE_AWARE and inst.kv_role == _WRONG[inst.role]:
+        if view.kind(inst) in connectors.ROLE_AWARE and inst.kv_role == _WRONG[inst.role]:
             yield hit(inst, ("kv_role",), f"{inst.role} instance has kv_role {inst.kv_role}, but "
                       f"{inst.connector} acts on kv_role", f"use kv_role: {_RIGHT[inst.role]}")
 
@@ -183,6 +182,6 @@ def moriio_explicit(topo: Topology) -> Iterator[Hit]:
                 kv_connector_extra_config: {http_port: 8000}
     """
     for inst in map(composite.effective, topo.instances):
-        if connectors.kind(inst) == "moriio" and inst.kv_role == "kv_both":
+        if view.kind(inst) == "moriio" and inst.kv_role == "kv_both":
             yield hit(inst, ("kv_role",), "MoRIIO with kv_role kv_both: its scheduler acts as consumer and its "
                       "worker as producer", f"use kv_role: {_RIGHT[inst.role]}")

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import composite
-from ..vllm import registry as connectors
+from ..vllm import composite, registry as connectors, view
 from ..model import Instance, Topology
 from ..vllm.ports import Bind, binds
 from .base import Hit, hit, rule
@@ -42,7 +41,7 @@ def engine_id(topo: Topology) -> Iterator[Hit]:
     """
     seen: dict[str, Instance] = {}
     for inst in sorted(topo.instances, key=lambda i: (i.host, i.index or 0)):
-        if not inst.engine_id or not inst.knows("engine_id") or connectors.kind(inst) == "moriio":
+        if not inst.engine_id or not inst.knows("engine_id") or view.kind(inst) == "moriio":
             continue  # MoRIIO ignores engine_id: it uses host_ip:handshake_port
         first = seen.setdefault(str(inst.engine_id), inst)
         if first is not inst and (first.deployment, first.instance_id) != (inst.deployment, inst.instance_id):
@@ -170,7 +169,7 @@ def http_mismatch(topo: Topology) -> Iterator[Hit]:
                 kv_connector_extra_config: {http_port: 8000}
     """
     for inst in topo.instances:
-        if connectors.kind(inst) not in ("moriio", "p2p-nccl") or inst.port is None or not inst.knows("port"):
+        if view.kind(inst) not in ("moriio", "p2p-nccl") or inst.port is None or not inst.knows("port"):
             continue
         value = composite.effective(inst).extra.get("http_port")
         if value is None or not str(value).strip().isdigit():
@@ -216,10 +215,10 @@ def side_channel_host(topo: Topology) -> Iterator[Hit]:
     for dep in topo.deployments:
         for p, d in dep.pairs():
             lp, ld = p.lead, d.lead
-            if connectors.kind(lp) != "nixl" or connectors.kind(ld) != "nixl" or lp.host == ld.host:
+            if view.kind(lp) != "nixl" or view.kind(ld) != "nixl" or lp.host == ld.host:
                 continue
             # Pull: decode dials prefill's advertised host; push: both sides dial each other.
-            for engine, inst in ((p, lp), (d, ld)) if connectors.is_push(lp) else ((p, lp),):
+            for engine, inst in ((p, lp), (d, ld)) if view.is_push(lp) else ((p, lp),):
                 if id(inst) in flagged or not inst.knows("env.VLLM_NIXL_SIDE_CHANNEL_HOST"):
                     continue
                 if _side_channel_host(inst) in connectors.LOOPBACK:

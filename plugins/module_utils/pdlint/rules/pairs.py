@@ -4,9 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..model import Engine, Instance, Topology
-from ..vllm import composite
-from ..vllm import pair as vpair
-from ..vllm import registry as connectors
+from ..vllm import composite, pair as vpair, registry as connectors, view
 from .base import Hit, hit
 from .hints import candidates, tp_hint
 
@@ -19,7 +17,7 @@ def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[
         # Filter each side once: the cross product below is the hot loop (P x D pairs per rule).
         # A composite pairs through its transfer child (vllm/composite.py): compare the child's class.
         return [(e, e.lead, connectors.canonical(composite.effective(e.lead).connector)) for e in engines
-                if connectors.kind(e.lead) in kinds and e.lead.knows(*needs, "kv_connector")]
+                if view.kind(e.lead) in kinds and e.lead.knows(*needs, "kv_connector")]
 
     for dep in topo.deployments:
         decode = eligible(dep.decode)

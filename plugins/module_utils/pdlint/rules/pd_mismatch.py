@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import composite, nixl
+from ..vllm import hma as hybrid  # the rule below is called hma
+from ..vllm import composite, nixl, view
 from ..vllm import registry as connectors
 from ..vllm.releases import DEFAULT, Release
 from ..model import Instance, Topology
@@ -20,22 +21,22 @@ def _release(inst: Instance) -> Release:
 
 def _nixl_checkers(lp: Instance, ld: Instance) -> tuple[Instance, ...]:
     """The sides that compare the compatibility hash: decode in pull mode; in push mode both handshake."""
-    return (lp, ld) if connectors.is_push(lp) else (ld,)
+    return (lp, ld) if view.is_push(lp) else (ld,)
 
 
 def _nixl_hashed(lp: Instance, ld: Instance, fact: str) -> Release | None:
     """The release that rejects a difference in fact at the NIXL handshake, if one does (nixl.HASHED)."""
-    if connectors.kind(lp) != "nixl":
+    if view.kind(lp) != "nixl":
         return None
     for inst in _nixl_checkers(lp, ld):
-        if nixl.hash_checked(_release(inst), connectors.enforces_compat_hash(inst), fact):
+        if nixl.hash_checked(_release(inst), view.enforces_compat_hash(inst), fact):
             return _release(inst)
     return None
 
 
 def _why(lp: Instance, ld: Instance, fact: str) -> str:
     """What the NIXL release does with the difference (empty for other connectors)."""
-    if connectors.kind(lp) != "nixl":
+    if view.kind(lp) != "nixl":
         return ""
     hashed = _nixl_hashed(lp, ld, fact)
     if hashed is not None:
@@ -248,9 +249,9 @@ def hma(topo: Topology) -> Iterator[Hit]:
         hashed = _nixl_hashed(lp, ld, "hma")
         if hashed is None or not (lp.knows(field) and ld.knows(field)):
             continue
-        if not (connectors.hma_known(lp) and connectors.hma_known(ld)):
+        if not (hybrid.known(lp) and hybrid.known(ld)):
             continue  # an out-of-tree class pdlint cannot see decides it
-        a, b = connectors.hma_enabled(lp), connectors.hma_enabled(ld)
+        a, b = hybrid.enabled(lp), hybrid.enabled(ld)
         if a != b:
             on = {True: "on", False: "off"}
             msg = (f"hybrid KV cache manager is {on[a]} on prefill but {on[b]} on decode (NIXL in vLLM {hashed} "
@@ -271,7 +272,7 @@ def _cannot_run_hma(inst: Instance) -> str:
     if composite.is_composite(inst):
         if composite.children_hma(inst) is False or composite.class_hma(inst.connector, inst.module_path,
                                                                          release) is False:
-            lacking = " and ".join(composite.lacking_hma(inst)) or "a child connector"
+            lacking = " and ".join(hybrid.lacking(inst)) or "a child connector"
             return (f"{inst.label} cannot turn it on: {lacking} in its {inst.connector} lacks SupportsHMA in "
                     f"vLLM {release}")
         return ""

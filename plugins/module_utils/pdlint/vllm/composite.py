@@ -14,6 +14,7 @@ from typing import Any
 
 from ..model import Instance
 from . import external, registry
+from .history import history
 from .releases import NEWEST, R, Release, Timeline
 
 MULTI = "MultiConnector"
@@ -208,34 +209,6 @@ def children_hma(inst: Instance) -> bool | None:
     return _all(class_hma(c.connector, c.module_path, at) for c in kids)
 
 
-def lacking_hma(inst: Instance) -> list[str]:
-    """The children of a composite whose class is not SupportsHMA in its release."""
-    at = release(inst)
-    return [c.connector or "?" for c in children(inst) if class_hma(c.connector, c.module_path, at) is False]
-
-
-def hma_failure(inst: Instance) -> str | None:
-    """Why a composite engine with the hybrid KV cache manager on does not start in its release (None: it does)."""
-    at = release(inst)
-    if not is_composite(inst) or not registry.hma_enabled(inst):
-        return None
-    name = inst.connector
-    if class_hma(name, inst.module_path, at) is False:
-        return (f"{name} does not implement SupportsHMA in vLLM {at}: KVConnectorFactory.create_connector raises "
-                f"ValueError \"Connector {name} does not support HMA but HMA is enabled\"")
-    if HMA.at(at) in ("none", "unsupported") or children_hma(inst) is not False:
-        return None
-    lacking = ", ".join(lacking_hma(inst)) or "a child"
-    if HMA.at(at) == "factory-children" and name == MULTI:
-        return (f"{lacking} does not support HMA, so in vLLM {at} KVConnectorFactory.supports_hma_config "
-                "(all_children_support_hma) is False: ValueError \"Connector MultiConnector does not support HMA but "
-                "HMA is enabled\"")
-    why = "is SupportsHMA" if name == MULTI else "inherits SupportsHMA from MultiConnector"
-    return (f"HMA is on for {name} in vLLM {at} ({name} {why}) but its child {lacking} lacks SupportsHMA: "
-            "MultiConnector.__init__ raises AssertionError \"HMA should not be enabled unless all sub-connectors "
-            "support it\"")
-
-
 def config_problems(inst: Instance) -> Iterable[tuple[str, str, str]]:
     """(field, message, hint) for a composite's connectors list that its release cannot build."""
     at = release(inst)
@@ -283,8 +256,6 @@ MODULE_PATH: Timeline[str] = Timeline(
 
 
 def _declare() -> None:
-    from .pair import history
-
     for rule_id, timeline in (("deployment[connector]", TRANSFER), ("deployment[connector]", CHILDREN),
                               ("pd-mismatch[hma]", HMA), ("connector[config]", CHILDREN),
                               ("connector[config]", HMA), ("port[collision]", CHILDREN),

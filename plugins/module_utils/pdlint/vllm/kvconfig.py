@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import registry
+from .history import history
 from .releases import Release, Timeline
 
 _C = "KVTransferConfig"
@@ -81,8 +83,6 @@ def unknown_key(key: str, release: Release) -> tuple[str, str] | None:
 
 def _declare() -> None:
     """The timelines of this module and the registry that decide rules (pdlint rules ID, rules-provenance.md)."""
-    from . import registry
-    from .pair import history
 
     declared: tuple[tuple[str, Timeline[Any]], ...] = (("connector[unknown]", registry.documented(registry.NAMES)),
                               ("connector[unknown]", registry.UNKNOWN_NAME),

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .pair import Problem, Side, family, history
+from .history import history
+from .pair import Problem, Side, family
 from .releases import R, Release, Timeline
 
 _OLD = "kv_connector/v1/mooncake_connector.py"  # 0.13.0 - 0.15.x

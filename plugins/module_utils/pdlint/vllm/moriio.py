@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .pair import Problem, Side, family, history
+from .history import history
+from .pair import Problem, Side, family
 from .releases import Release, Timeline
 
 _C = "kv_connector/v1/moriio/moriio_connector.py"

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .moriio import MODE, port_offset
-from .pair import history
+from .history import history
 from .releases import Release, Timeline
 
 _COMMON = "kv_connector/v1/moriio/moriio_common.py"

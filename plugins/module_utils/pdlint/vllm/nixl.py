@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .pair import Problem, Side, family, history
+from .history import history
+from .pair import Problem, Side, family
 from .releases import R, Release, Timeline
 
 _OLD = "v1/nixl_connector.py NixlConnectorWorker"

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .pair import Problem, Side, family, history
+from .history import history
+from .pair import Problem, Side, family
 from .releases import R, Release, Timeline
 
 _C = "kv_connector/v1/p2p/p2p_nccl_connector.py P2pNcclConnector"

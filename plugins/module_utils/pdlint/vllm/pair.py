@@ -1,6 +1,7 @@
 """What a release does with one prefill/decode pair: every independent problem, each with its vLLM source.
 
-Rules ask `problems(prefill, decode)` and report the problems with their rule id;
+Rules ask `problems(prefill, decode)` and report the problems with their rule id (the
+family modules register their checks when the package is imported: vllm/__init__.py);
 hints vary one side's TP and ask again (rules/hints.py), so a hint never
 suggests a value that another check of the same release rejects.
 """
@@ -9,21 +10,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from ..model import Instance
-from . import registry
-from .releases import DEFAULT, Release, Timeline, resolve
-
-T = TypeVar("T")
-# rule id -> the timelines that decide it, for `pdlint rules ID` and docs/rules-provenance.md.
-HISTORY: dict[str, list[Timeline[Any]]] = {}
-
-
-def history(rule_id: str, timeline: Timeline[T]) -> Timeline[T]:
-    """Declare that timeline decides (part of) rule_id, so the rule's docs show it span by span."""
-    HISTORY.setdefault(rule_id, []).append(timeline)
-    return timeline
+from . import composite, hma, registry
+from .releases import DEFAULT, Release, resolve
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,17 +40,15 @@ class Side:
     @classmethod
     def of(cls, inst: Instance) -> Side:
         """The engine as its transfer connector sees it: a composite's transfer child (composite.py), else itself."""
-        from . import composite  # composite imports registry, which this module's importers may be loading
-
         release = resolve(inst.version).release or DEFAULT
         view = composite.effective(inst)
-        hma = inst.disable_hma if inst.disable_hma is not None or view is inst else not registry.hma_enabled(inst)
+        disable = inst.disable_hma if inst.disable_hma is not None or view is inst else not hma.enabled(inst)
         return cls(
             role=inst.role, release=release, connector=registry.canonical(view.connector),
             tp=inst.tp, pp=inst.pp, dp=inst.dp, block_size=inst.block_size, heads=inst.facts.heads,
             kv_heads=inst.facts.kv_heads, mla=inst.facts.mla, ssm=inst.facts.ssm,
             kv_role=view.kv_role if isinstance(view.kv_role, str) else None,  # any other is kv-role[invalid]s
-            disable_hma=hma, extra=_items(view.extra), env=_items(inst.env))
+            disable_hma=disable, extra=_items(view.extra), env=_items(inst.env))
 
     def get(self, key: str, default: str | None = None) -> str | None:
         """A kv_connector_extra_config value as text."""
@@ -105,16 +94,5 @@ def family(kind: str) -> Callable[[PairCheck], PairCheck]:
 @functools.lru_cache(maxsize=65536)
 def problems(prefill: Side, decode: Side) -> tuple[Problem, ...]:
     """Every problem of the pair (empty: this release pairs them); both sides must use the same class."""
-    _load_families()
     check = _FAMILIES.get(registry.kind_of(prefill.connector) or "")
     return tuple(check(prefill, decode)) if check else ()
-
-
-def timelines(rule_id: str) -> list[Timeline[Any]]:
-    """The timelines declared for rule_id by the family modules."""
-    _load_families()
-    return HISTORY.get(rule_id, [])
-
-
-def _load_families() -> None:
-    from . import composite, kvconfig, mooncake, moriio, nixl, p2p  # noqa: F401 - each registers on import

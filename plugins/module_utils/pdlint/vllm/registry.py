@@ -60,7 +60,6 @@ NAMES: Timeline[frozenset[str]] = Timeline(
                           "SimpleCPUOffloadConnector", "HF3FSKVConnector")), _F),
 )
 REGISTRY = tuple(sorted(NAMES.at(NEWEST)))
-HISTORY: dict[str, list[Timeline[object]]] = {}  # rule id -> registry timelines deciding it
 _V0_NAMES = frozenset(_V0)  # V0 connectors (0.8.5 - 0.10.0): V1 engines assert issubclass(..., KVConnectorBase_V1)
 # Names that were renamed: old name -> (new name, release of the rename).
 RENAMED = {"SharedStorageConnector": ("ExampleConnector", "0.13.0")}
@@ -165,27 +164,9 @@ def kind_of(name: str | None) -> str | None:
     return _KIND.get(cls, cls) if cls else None
 
 
-def kind(inst: Instance) -> str | None:
-    """Connector family of an instance (see kind_of); of a composite, its transfer child's (composite.py)."""
-    from . import composite  # composite reads this registry
-
-    return kind_of(composite.effective(inst).connector)
-
-
 def registry_kind(inst: Instance) -> str | None:
     """Connector family of the instance's own kv_connector (a composite's children are not looked at)."""
     return kind_of(inst.connector)
-
-
-def is_push(inst: Instance) -> bool:
-    from . import composite
-
-    return canonical(composite.effective(inst).connector) == "NixlPushConnector"
-
-
-def timelines(rule_id: str) -> list[Timeline[object]]:
-    """Registry timelines that decide rule_id (for the per-release rule docs)."""
-    return list(HISTORY.get(rule_id, ()))
 
 
 def release_of(inst: Instance) -> Release | None:
@@ -259,50 +240,6 @@ def suggest(name: str, release: Release = NEWEST) -> list[str]:
 def supports_hma(name: str | None, release: Release = NEWEST) -> bool:
     """The connector class implements SupportsHMA in release."""
     return canonical(name, release) in SUPPORTS_HMA.at(release)
-
-
-def hma_enabled(inst: Instance) -> bool:
-    """Whether the engine runs the hybrid KV cache manager (VllmConfig.__post_init__ of its release, HMA_DEFAULT)."""
-    release = release_of(inst) or NEWEST
-    mode = HMA_DEFAULT.at(release)
-    if mode == "absent" or inst.connector and mode == "forced-off":
-        return False
-    if inst.disable_hma is not None:
-        return not inst.disable_hma
-    if not inst.connector:
-        return True
-    from . import composite  # a composite's HMA support depends on its children
-
-    return mode == "by-connector" and bool(composite.supports_hma(inst))
-
-
-def hma_known(inst: Instance) -> bool:
-    """hma_enabled is decided: not an unset flag resolved by an out-of-tree class pdlint cannot see."""
-    from . import composite
-
-    release = release_of(inst) or NEWEST
-    return (inst.disable_hma is not None or not inst.connector or HMA_DEFAULT.at(release) != "by-connector"
-            or composite.supports_hma(inst) is not None)
-
-
-def hma_rejected(inst: Instance) -> bool:
-    """HMA explicitly on with a connector that lacks SupportsHMA: factory.py create_connector's ValueError."""
-    from . import composite, external
-
-    release = release_of(inst) or NEWEST
-    if inst.connector is None or HMA_DEFAULT.at(release) not in ("off-unless-set", "by-connector") \
-            or inst.disable_hma is not False:
-        return False
-    if external.loaded_from_module(inst.connector, inst.module_path, release):
-        return composite.class_hma(inst.connector, inst.module_path, release) is False
-    return registered(inst.connector, release) and not supports_hma(inst.connector, release)
-
-
-def enforces_compat_hash(inst: Instance) -> bool:
-    """base_worker.py: get_from_extra_config("enforce_handshake_compat", True), used for truthiness."""
-    from . import composite
-
-    return bool(composite.effective(inst).extra.get("enforce_handshake_compat", True))
 
 
 def env_int(inst: Instance, name: str, default: int) -> int | None:

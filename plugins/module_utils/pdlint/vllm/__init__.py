@@ -1,0 +1,5 @@
+"""What pdlint knows about vLLM, release by release: each fact keyed by the span where it holds, citing its source.
+
+Importing the package registers every connector family's pair check and every rule's timelines.
+"""
+from . import composite, kvconfig, mooncake, moriio, nixl, p2p  # noqa: F401 - each registers on import
