@@ -14,7 +14,7 @@ from . import NEWEST_VLLM, __version__, configfile, engine, report, schema
 from . import config as configuration
 from .config import Config, ConfigError, names
 from .finding import Finding, Origin
-from .load import guard
+from .load import guard, runs, store
 from .rules import REGISTRY
 
 _VARS_DIRS = ("group_vars", "host_vars")
@@ -74,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--vllm-version", type=_release, metavar="RELEASE",
                     help="vLLM release for hosts whose inventory and config file set no vllm_version "
                          f"(default: the newest known, {NEWEST_VLLM}; see `pdlint versions`)")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="neither read nor write the cache of earlier results (also: PDLINT_NO_CACHE=1); "
+                         "it lives under $XDG_CACHE_HOME/pdlint, never in the inventory")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     ap.add_argument("--version", action="version", version=f"pdlint {__version__} (vLLM rules: {NEWEST_VLLM})")
     return ap
@@ -148,11 +151,44 @@ def _format(args: argparse.Namespace) -> str:
     return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
 
 
+class _NoHosts(Exception):
+    """The inventory has no hosts."""
+
+
+def _entry(args: argparse.Namespace, sources: list[str], config: Config) -> runs.Entry | None:
+    """The cache entry of one inventory's check (None: --no-cache, PDLINT_NO_CACHE, or not keyable)."""
+    if args.no_cache or store.disabled():
+        return None
+    settings = (args.loader, args.allow_lookups, args.allow_inventory_plugins, args.max_file_size,
+                args.vault_password_file, repr(config))
+    return runs.entry([s if "," in s else os.path.abspath(s) for s in sources], settings,
+                      guard.Limits(max_file_bytes=args.max_file_size))
+
+
+def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes: list[Finding]) -> runs.Outcome:
+    """Load and check one inventory. Raises LoadError, _NoHosts."""
+    from .load import select
+
+    said: list[str] = []  # the loader's informational lines, kept so a cached run repeats them
+
+    loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
+                         allow_plugins=args.allow_inventory_plugins,
+                         limits=guard.Limits(max_file_bytes=args.max_file_size),
+                         vault_password_file=args.vault_password_file, notes=notes, note=said.append)
+    for text in said:
+        sys.stderr.write(f"pdlint: info: {text}\n")
+    if not loaded:
+        raise _NoHosts
+    result = engine.lint(loaded, config)
+    return runs.Outcome(configuration.apply(notes, config) + result.findings, result.suppressed, len(loaded),
+                        len(result.topology.deployments),
+                        any("version" not in i.origins for i in result.topology.instances), said)
+
+
 def _lint(args: argparse.Namespace) -> int:
     from .load import safety
 
     safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core
-    from .load import select
     from .load.preflight import LoadError
 
     started = time.perf_counter()
@@ -174,24 +210,21 @@ def _lint(args: argparse.Namespace) -> int:
     for sources in groups:
         notes: list[Finding] = []
         try:
-            loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
-                                 allow_plugins=args.allow_inventory_plugins,
-                                 limits=guard.Limits(max_file_bytes=args.max_file_size),
-                                 vault_password_file=args.vault_password_file, notes=notes)
+            outcome = runs.through(_entry(args, sources, config), lambda: _outcome(args, sources, config, notes),
+                                   static=not (args.allow_lookups or args.allow_inventory_plugins))
         except LoadError as exc:
             sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))
             return 2
-        if not loaded:
+        except _NoHosts:
             empty = Finding(Origin(", ".join(sources)), "load-error", "error", "the inventory has no hosts",
                             "name the inventory (or a file inside it) that defines the P/D hosts")
             sys.stdout.write(report.REPORTERS[fmt]([*notes, empty], None))
             return 2
-        result = engine.lint(loaded, config)
-        findings.extend(configuration.apply(notes, config) + result.findings)
-        suppressed.extend(result.suppressed)
-        hosts += len(loaded)
-        deployments += len(result.topology.deployments)
-        assumed = assumed or any("version" not in i.origins for i in result.topology.instances)
+        findings.extend(outcome.findings)
+        suppressed.extend(outcome.suppressed)
+        hosts += outcome.hosts
+        deployments += outcome.deployments
+        assumed = assumed or outcome.assumed
     findings.sort()
     suppressed.sort()
     sys.stdout.write(report.REPORTERS[fmt](findings, suppressed if args.show_suppressed else None))
