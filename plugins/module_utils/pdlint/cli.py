@@ -159,8 +159,9 @@ def _entry(args: argparse.Namespace, sources: list[str], config: Config) -> runs
     """The cache entry of one inventory's check (None: --no-cache, PDLINT_NO_CACHE, or not keyable)."""
     if args.no_cache or store.disabled():
         return None
+    vault = args.vault_password_file or os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE")
     settings = (args.loader, args.allow_lookups, args.allow_inventory_plugins, args.max_file_size,
-                args.vault_password_file, repr(config))
+                args.vault_password_file, repr(config), runs.stamp(vault))
     return runs.entry([s if "," in s else os.path.abspath(s) for s in sources], settings,
                       guard.Limits(max_file_bytes=args.max_file_size))
 

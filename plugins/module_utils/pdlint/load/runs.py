@@ -60,8 +60,8 @@ def _digest(path: str) -> bytes | None:
         return None
 
 
-def _cfg() -> tuple[str, int, int, int, int] | None:
-    path = fast_config.config_file()
+def stamp(path: str | os.PathLike[str] | None) -> tuple[str, int, int, int, int] | None:
+    """A file a result depends on besides the inventory (ansible.cfg, a vault password file), by its stat."""
     if path is None:
         return None
     try:
@@ -69,6 +69,10 @@ def _cfg() -> tuple[str, int, int, int, int] | None:
     except OSError:
         return (str(path), -1, -1, -1, -1)
     return (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _cfg() -> tuple[str, int, int, int, int] | None:
+    return stamp(fast_config.config_file())
 
 
 def _ansible() -> tuple[str, int, int] | None:
