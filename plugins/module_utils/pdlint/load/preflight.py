@@ -194,7 +194,10 @@ def _files(sources: Sequence[str], limits: Limits) -> tuple[list[str], list[str]
     return inventory, [f for base in dict.fromkeys(bases) for f in _vars_files(base, walk)]
 
 
-def fingerprints(sources: Sequence[str], limits: Limits | None = None) -> list[tuple[str, int, int, int, int, int, int]] | None:
+Stat = tuple[str, int, int, int, int, int, int]
+
+
+def fingerprints(sources: Sequence[str], limits: Limits | None = None) -> list[Stat] | None:
     """(path, mode, size, mtime_ns, ctime_ns, inode, device) of every file check() reads, in its order: what
     a cached result of these sources depends on. None where check() would refuse something (it says why)."""
     try:
