@@ -1,19 +1,25 @@
 """Write a realistic N-host P/D inventory: hosts.yml, group_vars/ per deployment and role, host_vars/ per host.
 
-Usage: python bench/generate.py N DIR
+Shapes: `bench` (the default) writes a host_vars file for every host; `few` writes one for every
+FEW_EVERY-th host only (most fleets set per-host values in hosts.yml or not at all), so the
+inventory has far fewer files per host and pdlint's per-host work is not hidden behind parsing.
+
+Usage: python bench/generate.py N DIR [bench|few]
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+SHAPES = ("bench", "few")
+FEW_EVERY = 16  # `few`: one host in 16 has a host_vars file
 PER_DEPLOYMENT = 8  # 4 prefill + 4 decode hosts, one engine each
 MODELS = [("meta-llama/Llama-3.3-70B-Instruct", "NixlConnector", 4, 8),
           ("Qwen/Qwen2.5-72B-Instruct", "NixlConnector", 4, 4),
           ("deepseek-ai/DeepSeek-R1", "MooncakeConnector", 8, 8)]
 
 
-def generate(n: int, out: Path) -> None:
+def generate(n: int, out: Path, shape: str = "bench") -> None:
     (out / "group_vars").mkdir(parents=True, exist_ok=True)
     (out / "host_vars").mkdir(exist_ok=True)
     (out / "group_vars" / "all.yml").write_text(
@@ -36,7 +42,14 @@ def generate(n: int, out: Path) -> None:
             lines += [f"        {group}:", "          hosts:"]
             for index in range(first[role], first[role] + count[role]):
                 host = f"gpu{index:05d}"
-                lines.append(f"            {host}: {{ansible_host: 10.{index // 65536}.{index // 256 % 256}.{index % 256}}}")
+                address = f"10.{index // 65536}.{index // 256 % 256}.{index % 256}"
+                if shape == "few":  # per-host values inline in hosts.yml; a host_vars file for a few hosts only
+                    lines.append(f"            {host}: {{ansible_host: {address}, "
+                                 f"vllm_env: {{VLLM_NIXL_SIDE_CHANNEL_HOST: {address}}}}}")
+                    if index % FEW_EVERY:
+                        continue
+                else:
+                    lines.append(f"            {host}: {{ansible_host: {address}}}")
                 (out / "host_vars" / f"{host}.yml").write_text(
                     f"vllm_node: {host}\nvllm_port: 8000\nvllm_env:\n  VLLM_NIXL_SIDE_CHANNEL_HOST: {host}.fleet\n"
                     f"  VLLM_NIXL_SIDE_CHANNEL_PORT: '5600'\n  CUDA_VISIBLE_DEVICES: '{','.join(map(str, range(tp)))}'\n")
@@ -44,4 +57,4 @@ def generate(n: int, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    generate(int(sys.argv[1]), Path(sys.argv[2]))
+    generate(int(sys.argv[1]), Path(sys.argv[2]), *sys.argv[3:4])

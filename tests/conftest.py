@@ -16,6 +16,12 @@ from pdlint.load import select  # noqa: E402
 Lint = Callable[..., list[Finding]]
 
 
+@pytest.fixture(autouse=True)
+def _no_result_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests see pdlint's uncached answers; tests/test_cache.py turns the cache on where it is the subject."""
+    monkeypatch.setenv("PDLINT_NO_CACHE", "1")
+
+
 def write_tree(base: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = base / name

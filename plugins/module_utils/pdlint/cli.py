@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import os
 import sys
 import time
@@ -14,7 +15,7 @@ from . import config as configuration
 from .config import Config, ConfigError, names
 from .finding import Finding, Origin
 from .hostvars import HostVars
-from .load import guard
+from .load import guard, runs, store
 from .rules import REGISTRY
 
 _VARS_DIRS = ("group_vars", "host_vars")
@@ -79,6 +80,9 @@ def _parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.R
     ap.add_argument("--vllm-version", type=_release, metavar="RELEASE",
                     help="vLLM release for hosts whose inventory and config file set no vllm_version "
                          f"(default: the newest known, {NEWEST_VLLM}; see `pdlint versions`)")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="neither read nor write the cache of earlier results (also: PDLINT_NO_CACHE=1); "
+                         "it lives under $XDG_CACHE_HOME/pdlint, never in the inventory")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     ap.add_argument("--version", action="version", version=f"pdlint {__version__} (vLLM rules: {NEWEST_VLLM})")
     return ap
@@ -208,10 +212,47 @@ def load_group(args: argparse.Namespace, sources: list[str], notes: list[Finding
     return loaded
 
 
+class _NoHosts(Exception):
+    """The inventory has no hosts."""
+
+
+def _entry(args: argparse.Namespace, sources: list[str], config: Config) -> runs.Entry | None:
+    """The cache entry of one inventory's check (None: --no-cache, PDLINT_NO_CACHE, or not keyable)."""
+    if args.no_cache or store.disabled():
+        return None
+    vault = args.vault_password_file or os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE")
+    settings = (args.loader, args.allow_lookups, args.allow_inventory_plugins, args.max_file_size,
+                args.vault_password_file, repr(config), runs.stamp(vault))
+    return runs.entry([s if "," in s else os.path.abspath(s) for s in sources], settings,
+                      guard.Limits(max_file_bytes=args.max_file_size))
+
+
+def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes: list[Finding]) -> runs.Outcome:
+    """Load and check one inventory. Raises LoadError, _NoHosts."""
+    from .load import select
+
+    said: list[str] = []  # the loader's informational lines, kept so a cached run repeats them
+
+    loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
+                         allow_plugins=args.allow_inventory_plugins,
+                         limits=guard.Limits(max_file_bytes=args.max_file_size),
+                         vault_password_file=args.vault_password_file, notes=notes, note=said.append)
+    for text in said:
+        sys.stderr.write(f"pdlint: info: {text}\n")
+    if not loaded:
+        raise _NoHosts
+    result = engine.lint(loaded, config)
+    return runs.Outcome(configuration.apply(notes, config) + result.findings, result.suppressed, len(loaded),
+                        len(result.topology.deployments),
+                        any("version" not in i.origins for i in result.topology.instances), said)
+
+
 def _lint(args: argparse.Namespace) -> int:
     from .load import safety
 
     safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core
+    from .load.preflight import LoadError
+
     started = time.perf_counter()
     try:
         config = _config(args)
@@ -235,15 +276,22 @@ def _lint(args: argparse.Namespace) -> int:
     assumed = False
     for sources in groups:
         notes: list[Finding] = []
-        loaded = load_group(args, sources, notes, lambda found: sys.stdout.write(report.REPORTERS[fmt](found, None)))
-        if loaded is None:
+        try:
+            outcome = runs.through(_entry(args, sources, config), lambda: _outcome(args, sources, config, notes),
+                                   static=not (args.allow_lookups or args.allow_inventory_plugins))
+        except LoadError as exc:
+            sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))
             return 2
-        result = engine.lint(loaded, config)
-        findings.extend(configuration.apply(notes, config) + result.findings)
-        suppressed.extend(result.suppressed)
-        hosts += len(loaded)
-        deployments += len(result.topology.deployments)
-        assumed = assumed or any("version" not in i.origins for i in result.topology.instances)
+        except _NoHosts:
+            empty = Finding(Origin(", ".join(sources)), "load-error", "error", "the inventory has no hosts",
+                            "name the inventory (or a file inside it) that defines the P/D hosts")
+            sys.stdout.write(report.REPORTERS[fmt]([*notes, empty], None))
+            return 2
+        findings.extend(outcome.findings)
+        suppressed.extend(outcome.suppressed)
+        hosts += outcome.hosts
+        deployments += outcome.deployments
+        assumed = assumed or outcome.assumed
     findings.sort()
     suppressed.sort()
     sys.stdout.write(report.REPORTERS[fmt](findings, suppressed if args.show_suppressed else None))
@@ -254,7 +302,25 @@ def _lint(args: argparse.Namespace) -> int:
     return 1 if any(f.severity in failing for f in findings) else 0
 
 
+def _quiet_gc(args: argparse.Namespace, process: bool) -> int:
+    """_lint without cyclic GC: a run allocates millions of acyclic objects that every collection would rescan.
+
+    As the process's entry point, freeze at the end so exit does not pay for a final collection either;
+    called with argv (tests, other callers), re-enable instead.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _lint(args)
+    finally:
+        if process:
+            gc.freeze()
+        elif enabled:
+            gc.enable()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv_given = argv
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
@@ -278,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = _parser().parse_args(argv)
         except SystemExit as exc:  # argparse exits 2 on usage errors, 0 for --help/--version
             return int(exc.code or 0)
-        return _lint(args)
+        return _quiet_gc(args, process=argv_given is None)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `pdlint ... | head`: the reader left; say nothing more

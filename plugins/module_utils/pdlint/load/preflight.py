@@ -177,10 +177,9 @@ def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: b
             gc.enable()
 
 
-def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool) -> Preflight:
-    limits = limits or Limits()
+def _files(sources: Sequence[str], limits: Limits) -> tuple[list[str], list[str]]:
+    """The inventory files and the vars files of the sources, as Ansible would find them; Refused as check()."""
     walk = _Walk(limits)
-    found = Preflight()
     inventory: list[str] = []
     bases: list[str] = []
     for source in sources:
@@ -192,7 +191,30 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool) -
         else:
             inventory.extend(_inventory_files(source, (), walk))
             bases.append(source)
-    vars_files = [f for base in dict.fromkeys(bases) for f in _vars_files(base, walk)]
+    return inventory, [f for base in dict.fromkeys(bases) for f in _vars_files(base, walk)]
+
+
+Stat = tuple[str, int, int, int, int, int, int]
+
+
+def fingerprints(sources: Sequence[str], limits: Limits | None = None) -> list[Stat] | None:
+    """(path, mode, size, mtime_ns, ctime_ns, inode, device) of every file check() reads, in its order: what
+    a cached result of these sources depends on. None where check() would refuse something (it says why)."""
+    try:
+        inventory, vars_files = _files(sources, limits or Limits())
+        found = []
+        for path in inventory + vars_files:
+            st = os.stat(path)
+            found.append((path, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev))
+        return found
+    except (Refused, OSError):
+        return None
+
+
+def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool) -> Preflight:
+    limits = limits or Limits()
+    found = Preflight()
+    inventory, vars_files = _files(sources, limits)
     found.vars_files = vars_files
     inventory_set = set(inventory)
     for path in inventory + vars_files:

@@ -37,10 +37,27 @@ def checked(topo: Topology) -> list[Checked]:
     """Every same-connector pair of topo with the vllm layer's problems (computed once per topology)."""
     global _last
     if _last is None or _last[0] is not topo:
+        # P x D pairs share few distinct engines: one Side per engine, equal Sides made one object, and the
+        # problems of each pair of distinct Sides asked once (hashing a Side is the cost of an lru lookup).
+        sides: dict[int, vpair.Side] = {}
+        same: dict[vpair.Side, vpair.Side] = {}
+        asked: dict[tuple[int, int], tuple[vpair.Problem, ...]] = {}
+
+        def side(engine: Engine, lead: Instance) -> vpair.Side:
+            found = sides.get(id(engine))
+            if found is None:
+                made = vpair.Side.of(lead)
+                found = sides[id(engine)] = same.setdefault(made, made)
+            return found
+
         found = []
         for p, d, lp, ld in pairs(topo, _KINDS, *_NEEDS):
-            sp, sd = vpair.Side.of(lp), vpair.Side.of(ld)
-            found.append((p, d, sp, sd, vpair.problems(sp, sd)))
+            sp, sd = side(p, lp), side(d, ld)
+            key = (id(sp), id(sd))
+            problems = asked.get(key)
+            if problems is None:
+                problems = asked[key] = vpair.problems(sp, sd)
+            found.append((p, d, sp, sd, problems))
         _last = (topo, found)
     return _last[1]
 

@@ -139,12 +139,16 @@ class Timeline(Generic[T]):
         self.what = what
         self.steps = tuple(Step(R(step[0]), *step[1:]) for step in steps)  # type: ignore[arg-type]
         assert list(self.steps) == sorted(self.steps, key=lambda s: s.since), what
+        self._by_release: dict[Release, Step[T]] = {}  # rules ask per pair: a lookup, not a scan of the steps
 
     def step(self, release: Release) -> Step[T]:
-        found = self.steps[0]
-        for s in self.steps:
-            if s.since <= release:
-                found = s
+        found = self._by_release.get(release)
+        if found is None:
+            found = self.steps[0]
+            for s in self.steps:
+                if s.since <= release:
+                    found = s
+            self._by_release[release] = found
         return found
 
     def at(self, release: Release) -> T:

@@ -1,0 +1,176 @@
+"""A whole check of one inventory, remembered: reused while nothing it depends on has changed.
+
+The key is everything the result depends on: the stat fingerprint (mode, size, mtime_ns, ctime_ns, inode,
+device) of every file the preflight walk would read, in walk order (so an added, removed or renamed file
+changes it), the ansible.cfg in effect, ANSIBLE_* variables, the working directory (paths are printed
+relative to it), the options and the configuration; the store adds pdlint's code. A file changed within
+the clock's granularity of the run keeps its stat, as in git's "racy clean" case, so the entry also holds
+a digest of the content of every file modified in the two seconds before the run, checked on reuse.
+One entry is kept per inventory, options and environment (its slot): a run after an edit replaces it.
+
+Where ansible-core's loader takes part (templates, a fallback), its release is in the key too; runs that
+allow lookups or inventory plugins may run code and read anything, so they are stored only when the fast
+loader read every host alone.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..finding import Finding, Origin
+from . import fast_config, preflight, store
+
+_RACY_NS = 2_000_000_000
+Fingerprint = list[tuple[str, int, int, int, int, int, int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What the CLI takes from checking one inventory."""
+
+    findings: list[Finding]
+    suppressed: list[Finding]
+    hosts: int
+    deployments: int
+    assumed: bool  # some instance sets no vllm_version
+    notes: list[str]  # the informational lines written to stderr
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    slot: str  # one stored entry per inventory and settings: an edit replaces it, old results do not pile up
+    key: str  # the slot and every file's fingerprint
+    files: Fingerprint
+    started: int  # time.time_ns() before the files were read
+    racy: list[tuple[str, bytes | None]]  # content digests of the files modified just before
+    sources: list[str]
+    limits: preflight.Limits | None
+
+
+def _digest(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.blake2b(fh.read(), digest_size=16).digest()
+    except OSError:
+        return None
+
+
+def stamp(path: str | os.PathLike[str] | None) -> tuple[str, int, int, int, int] | None:
+    """A file a result depends on besides the inventory (ansible.cfg, a vault password file), by its stat."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (str(path), -1, -1, -1, -1)
+    return (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _cfg() -> tuple[str, int, int, int, int] | None:
+    return stamp(fast_config.config_file())
+
+
+def _ansible() -> tuple[str, int, int] | None:
+    """ansible-core's release file, found without importing it (importing costs a warm run its budget)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ansible")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "release.py")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (path, st.st_size, st.st_mtime_ns)
+
+
+def entry(sources: Sequence[str], settings: tuple[Any, ...], limits: preflight.Limits | None) -> Entry | None:
+    """The cache entry for checking sources with these settings; None when the inventory cannot be keyed."""
+    started = time.time_ns()
+    folder = os.path.realpath(store.directory())
+    for source in sources:  # a cache inside an inventory would be read as part of it (HOME set to a checkout)
+        base = os.path.realpath(source if os.path.isdir(source) else os.path.dirname(source))
+        if folder == base or folder.startswith(base.rstrip(os.sep) + os.sep):
+            return None
+    files = preflight.fingerprints(sources, limits)
+    if files is None:
+        return None
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("ANSIBLE_"))
+    slot = store.name("run", tuple(sources), os.getcwd(), settings, tuple(env), _cfg(), _ansible(),
+                      sys.version)
+    return Entry(slot, store.name(slot, tuple(files)), files, started, _racy(files, started), list(sources),
+                 limits)
+
+
+def _finding(row: tuple[Any, ...]) -> Finding:
+    file, line, column, rule, severity, message, hint, hosts, deployment = row
+    return Finding(Origin(file, line, column), rule, severity, message, hint, tuple(hosts), deployment)
+
+
+def _row(f: Finding) -> tuple[Any, ...]:
+    """A finding as plain str/int/None (ansible-core's values are tagged subclasses, which marshal refuses)."""
+    o = f.origin
+
+    def text(v: Any) -> str | None:
+        return None if v is None else str(v)
+
+    def number(v: Any) -> int | None:
+        return None if v is None else int(v)
+
+    return (str(o.file), number(o.line), number(o.column), str(f.rule), str(f.severity), str(f.message),
+            text(f.hint), tuple(str(h) for h in f.hosts), text(f.deployment))
+
+
+def get(e: Entry) -> Outcome | None:
+    """The stored outcome, if intact and every recently modified file still has the content it was stored with."""
+    data = store.read(e.slot)
+    if not isinstance(data, tuple) or len(data) != 8 or data[0] != e.key:
+        return None
+    try:
+        _, racy, findings, suppressed, hosts, deployments, assumed, notes = data
+        if any(_digest(path) != digest for path, digest in racy):
+            return None
+        return Outcome([_finding(r) for r in findings], [_finding(r) for r in suppressed], hosts, deployments,
+                       assumed, list(notes))
+    except (TypeError, ValueError):
+        return None
+
+
+def _racy(files: Fingerprint, started: int) -> list[tuple[str, bytes | None]]:
+    return [(path, _digest(path)) for path, _, _, mtime, ctime, _, _ in files
+            if max(mtime, ctime) >= started - _RACY_NS]
+
+
+def put(e: Entry, outcome: Outcome) -> None:
+    """Store outcome, unless a file changed while it was computed."""
+    current = preflight.fingerprints(e.sources, e.limits)
+    racy = _racy(e.files, e.started)
+    if current != e.files or racy != e.racy:
+        return
+    store.write(e.slot, (e.key, racy, [_row(f) for f in outcome.findings], [_row(f) for f in outcome.suppressed],
+                        outcome.hosts, outcome.deployments, outcome.assumed, list(outcome.notes)))
+
+
+_REFERENCE = f"{__package__}.reference"
+
+
+def through(e: Entry | None, compute: Callable[[], Outcome], static: bool) -> Outcome:
+    """The stored outcome for e, else compute(), stored unless ansible-core's loader took part and may have
+    run code (static: no lookups, no plugins, so its answer depends only on what the key covers)."""
+    if e is not None:
+        found = get(e)
+        if found is not None:
+            for text in found.notes:
+                sys.stderr.write(f"pdlint: info: {text}\n")
+            return found
+    used_before = _REFERENCE in sys.modules
+    outcome = compute()
+    if e is not None and (static or (not used_before and _REFERENCE not in sys.modules)):
+        put(e, outcome)
+    return outcome
