@@ -42,8 +42,7 @@ def diagnostic(finding: Finding, outcome: Outcome, read: Read, origin: Origin | 
         range=span(origin or finding.origin, read), message=message, severity=SEVERITY.get(finding.severity),
         code=finding.rule, code_description=t.CodeDescription(href=DOCS), source="pdlint",
         related_information=info or None,
-        data={"rule": finding.rule, "hint": finding.hint, "hosts": list(finding.hosts),
-              "deployment": finding.deployment})
+        data=finding.as_dict())  # the CLI's JSON object: where pdlint put it, before the editor's range
 
 
 def by_file(outcome: Outcome, read: Read, anchor: str) -> dict[str, list[t.Diagnostic]]:
@@ -51,7 +50,7 @@ def by_file(outcome: Outcome, read: Read, anchor: str) -> dict[str, list[t.Diagn
     out: dict[str, list[t.Diagnostic]] = {}
     found = [outcome.failed] if outcome.failed is not None else list(outcome.findings)
     for f in found:
-        if f.origin.file and os.path.isfile(os.path.abspath(f.origin.file)):
+        if f.origin.file and os.path.lexists(os.path.abspath(f.origin.file)):
             out.setdefault(os.path.abspath(f.origin.file), []).append(diagnostic(f, outcome, read))
         else:
             out.setdefault(anchor, []).append(diagnostic(f, outcome, read, Origin(anchor, 1, 1)))

@@ -37,9 +37,9 @@ class Server(LanguageServer):
         if doc is not None:
             return doc.source
         try:
-            with open(path, encoding="utf-8") as fh:
+            with open(path, encoding="utf-8", errors="replace") as fh:  # for positions: pdlint reports bad bytes
                 return fh.read()
-        except (OSError, UnicodeDecodeError):
+        except OSError:
             return None
 
     def overlay(self, source: str) -> dict[str, str]:

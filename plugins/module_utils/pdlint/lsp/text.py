@@ -15,6 +15,8 @@ def line_of(text: str, line: int) -> str:
 
 def utf16(line: str, column: int) -> int:
     """0-based UTF-16 offset of the 0-based code point column in line (LSP counts UTF-16 units)."""
+    if column > len(line):  # past the text the editor has (or pdlint read differently): as pdlint counts
+        return column + utf16(line, len(line)) - len(line)
     head = line[:column]
     return len(head) + sum(1 for ch in head if ord(ch) > 0xFFFF)
 
