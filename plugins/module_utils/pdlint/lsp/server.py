@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -81,7 +82,7 @@ class Server(LanguageServer):
                 self.window_log_message(t.LogMessageParams(t.MessageType.Error, f"pdlint: {source}: {exc}"))
 
     def publish(self, outcome: inventory.Outcome, anchor: str, overlay: dict[str, str]) -> None:
-        found = diagnostics.by_file(outcome, self.read, anchor)
+        found = diagnostics.by_file(outcome, functools.lru_cache(maxsize=None)(self.read), anchor)  # a read per file
         if outcome.fell_back:
             for path in overlay:
                 found.setdefault(path, []).append(diagnostics.fell_back(outcome, path))
