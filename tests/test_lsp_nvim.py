@@ -23,13 +23,24 @@ def _nvim() -> str:
     return found
 
 
+def readme_snippet() -> str:
+    """The README's Neovim set-up, as users copy it."""
+    readme = (ROOT / "README.md").read_text()
+    after = readme[readme.index("Neovim (0.7 or later; this is what"):]
+    start = after.index("```lua\n") + len("```lua\n")
+    return after[start:after.index("\n```\n", start)] + "\n"
+
+
 def test_neovim_shows_the_findings_and_an_unsaved_edit_changes_another_files(tmp_path: Path) -> None:
     nvim = _nvim()
+    snippet = tmp_path / "snippet.lua"
+    snippet.write_text(readme_snippet())
     inv = Path(shutil.copytree(ROOT / "examples" / "inventory", tmp_path / "inventory"))
     decode, prefill = inv / "host_vars" / "mi-b02.yml", inv / "group_vars" / "deepseek_prefill.yml"
     prefill_text = prefill.read_text()
     out = tmp_path / "shown.json"
-    env = {**os.environ, "PDLINT_CMD": f"{PDLINT} lsp", "PDLINT_DECODE": str(decode), "PDLINT_PREFILL": str(prefill),
+    path = f"{Path(PDLINT).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # the venv's pdlint, as installed
+    env = {**os.environ, "PATH": path, "PDLINT_SNIPPET": str(snippet), "PDLINT_DECODE": str(decode), "PDLINT_PREFILL": str(prefill),
            "PDLINT_OUT": str(out), "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")}
     run = subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", str(ROOT / "tests" / "nvim" / "init.lua")],
@@ -37,6 +48,7 @@ def test_neovim_shows_the_findings_and_an_unsaved_edit_changes_another_files(tmp
                          check=False)
     assert out.exists(), run.stderr + run.stdout
     shown = json.loads(out.read_text())
+    assert shown["clients"] == 1 and shown["servers"] == 1  # attached by the snippet, one server for both files
     assert shown["opened"] is True
     before = {(d["code"], d["lnum"], d["col"]) for d in shown["decode_before"]}
     assert before == {("tp-ratio[moriio]", 1, 27), ("tp[heads]", 1, 27)}
