@@ -337,6 +337,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .explain.command import explain
 
             return explain(argv[1:])
+        if argv and argv[0] == "lsp" and not os.path.exists("lsp"):
+            from .lsp.command import main as lsp
+
+            return lsp(argv[1:])
         if argv and argv[0] == "schema" and not os.path.exists("schema"):
             sys.stdout.write(schema.dumps())
             return 0

@@ -13,7 +13,7 @@ import gc
 import os
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
@@ -89,7 +89,14 @@ def _regular(path: str) -> bool:
     return True
 
 
-def _read(path: str, limits: Limits) -> bytes:
+def _read(path: str, limits: Limits, overlay: Mapping[str, str] | None = None) -> bytes:
+    """The file's bytes, or its text in overlay (an editor's unsaved buffer, keyed by absolute path)."""
+    if overlay is not None and path in overlay:
+        data = overlay[path].encode("utf-8")
+        if len(data) > limits.max_file_bytes:
+            raise refuse(path, f"file is {len(data):,} bytes, over the {limits.max_file_bytes:,}-byte limit",
+                         "raise the limit with --max-file-size if this file is genuine")
+        return data
     try:
         size = os.path.getsize(path)
         if size > limits.max_file_bytes:
@@ -165,13 +172,16 @@ def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Pr
                      ALLOW_DYNAMIC, 1, 1)
 
 
-def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: bool = False) -> Preflight:
-    """Check every file the sources would make Ansible read; raises guard.Refused for unusable ones."""
+def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: bool = False,
+          overlay: Mapping[str, str] | None = None) -> Preflight:
+    """Check every file the sources would make Ansible read; raises guard.Refused for unusable ones.
+
+    overlay maps absolute paths to text read instead of the file on disk (the fast loader reads checked texts)."""
     # The cyclic GC would rescan the growing heap of parser events on every collection (no cycles among them).
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check(sources, limits, allow_dynamic)
+        return _check(sources, limits, allow_dynamic, overlay)
     finally:
         if enabled:
             gc.enable()
@@ -211,14 +221,15 @@ def fingerprints(sources: Sequence[str], limits: Limits | None = None) -> list[S
         return None
 
 
-def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool) -> Preflight:
+def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
+           overlay: Mapping[str, str] | None) -> Preflight:
     limits = limits or Limits()
     found = Preflight()
     inventory, vars_files = _files(sources, limits)
     found.vars_files = vars_files
     inventory_set = set(inventory)
     for path in inventory + vars_files:
-        data = _read(path, limits)
+        data = _read(path, limits, overlay)
         if data.lstrip().startswith(guard.VAULT_HEADER):
             found.encrypted.append(path)
             continue

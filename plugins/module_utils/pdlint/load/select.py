@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..finding import Finding
 from ..hostvars import HostVars
@@ -22,15 +22,18 @@ def _note(text: str) -> None:
 
 def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = False, allow_plugins: bool = False,
          limits: guard.Limits | None = None, vault_password_file: str | None = None,
-         notes: list[Finding] | None = None, note: Callable[[str], None] = _note) -> list[HostVars]:
+         notes: list[Finding] | None = None, note: Callable[[str], None] = _note,
+         overlay: Mapping[str, str] | None = None) -> list[HostVars]:
     """The inventory's hosts from the chosen loader; `fast` falls back to `ansible` when it must. Raises LoadError.
 
-    File-level warnings (duplicate keys, group names, files left encrypted) are appended to notes.
+    File-level warnings (duplicate keys, group names, files left encrypted) are appended to notes. overlay
+    ({absolute path: text}, an editor's unsaved buffers) is read instead of those files by the preflight and the
+    fast loader; ansible-core's loader reads the files on disk.
     """
     sources = [s if "," in s else os.path.abspath(s) for s in sources]
     notes = notes if notes is not None else []
     try:
-        checked = preflight.check(sources, limits, allow_dynamic=allow_plugins)
+        checked = preflight.check(sources, limits, allow_dynamic=allow_plugins, overlay=overlay)
     except guard.Refused as exc:
         raise preflight.LoadError(exc.finding) from None
     notes.extend(checked.findings)

@@ -1,0 +1,69 @@
+"""Hover on a contract variable: its effective value on each host that sees this file, and which file wins."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..finding import Origin
+from ..hostvars import HostVars, Unresolved
+
+# `name:` in YAML (block or flow), `name=` in INI
+_NAME = re.compile(r"(?:^|[\s{,])((?:vllm|pdlint)_\w+)\s*[:=]")
+_SHOWN = 6  # hosts listed per value; the rest are counted
+
+
+def name_at(line: str, character: int) -> str | None:
+    """The contract variable whose key is under the 0-based character of line."""
+    for match in _NAME.finditer(line):
+        if match.start(1) <= character <= match.end(1):
+            return match.group(1)
+    return None
+
+
+def _same(origin: Origin, path: str) -> bool:
+    return bool(origin.file) and os.path.abspath(origin.file) == path
+
+
+def _seeing(hosts: Sequence[HostVars], path: str) -> list[HostVars]:
+    """Hosts that take at least one value from the file at path (its group's or host's hosts, as far as it counts)."""
+    return [hv for hv in hosts if any(_same(o, path) for o in hv.origins.values())]
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, Unresolved):
+        return f"(unresolved: {value.reason})"
+    return "(unset)" if value is None else json.dumps(value, default=str) if not isinstance(value, str) else value
+
+
+def _names(hosts: list[str]) -> str:
+    shown = ", ".join(hosts[:_SHOWN])
+    return shown if len(hosts) <= _SHOWN else f"{shown} and {len(hosts) - _SHOWN} more"
+
+
+def describe(name: str, path: str, hosts: Sequence[HostVars]) -> str | None:
+    """Markdown: per effective value, the hosts with it and where it comes from (this file, or the file that wins)."""
+    path = os.path.abspath(path)
+    seeing = _seeing(hosts, path)
+    if not seeing:
+        return None
+    rows: dict[tuple[str, str], list[str]] = {}
+    for hv in seeing:
+        origin = hv.origins.get((name,))
+        if hv.secrets and any(p[:1] == (name,) for p in hv.secrets):
+            shown = "<vaulted>"
+        else:
+            shown = _value(hv.values.get(name))
+        if origin is None:
+            where = "not set (the default applies)"
+        elif _same(origin, path):
+            where = "set here"
+        else:
+            where = f"overridden by {origin}"
+        rows.setdefault((shown, where), []).append(hv.host)
+    lines = [f"**{name}** on the {len(seeing)} host{'s' if len(seeing) != 1 else ''} that read this file:", ""]
+    for (shown, where), on in sorted(rows.items(), key=lambda kv: (kv[0][1] != "set here", kv[0])):
+        lines.append(f"- `{shown}` ({where}): {_names(sorted(on))}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,81 @@
+"""Which inventory an editor file belongs to, and one check of it with the editor's unsaved buffers in place."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from .. import config as configuration
+from .. import configfile, engine
+from ..config import Config, ConfigError
+from ..finding import Finding, Origin
+from ..hostvars import HostVars
+from ..load import guard
+from ..load.preflight import LoadError
+from ..model import Topology
+
+_VARS_DIRS = ("group_vars", "host_vars")
+_INVENTORY_NAMES = ("hosts", "inventory")
+_JINJA = ("{{", "{%", "{#")
+
+
+def inventory_of(path: str) -> str | None:
+    """The inventory source a file belongs to, as the CLI finds it; None for a file that is no inventory.
+
+    A group_vars/host_vars file names the directory above it (as `pdlint PATH` does). Any other file names its
+    directory when that holds group_vars/ or host_vars/ (the same inventory, whichever of its files is open),
+    else itself when it is named like an inventory (hosts*, inventory*, *.ini). Other YAML (playbooks) is left alone.
+    """
+    p = Path(os.path.abspath(path))
+    for parent in p.parents:
+        if parent.name in _VARS_DIRS:
+            return str(parent.parent)
+    if any((p.parent / d).is_dir() for d in _VARS_DIRS):
+        return str(p.parent)
+    if p.suffix == ".ini" or p.stem.startswith(_INVENTORY_NAMES):
+        return str(p)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """One check of one inventory: findings (or the load-error that stopped it), and what they were computed on."""
+
+    source: str
+    findings: tuple[Finding, ...] = ()
+    hosts: tuple[HostVars, ...] = ()
+    topology: Topology | None = None
+    failed: Finding | None = None  # a load-error: the other files keep their last diagnostics
+    fell_back: str | None = None  # why ansible-core's loader read (some of) the inventory from disk
+
+
+def _config(source: str) -> Config:
+    start = Path(source if os.path.isdir(source) else os.path.dirname(source))
+    return configfile.load(start)
+
+
+def check(source: str, overlay: Mapping[str, str]) -> Outcome:
+    """Load and lint source with overlay's texts in place of those files, as `pdlint SOURCE` would."""
+    from ..load import select
+
+    notes: list[Finding] = []
+    fell: list[str] = []
+    try:
+        config = _config(source)
+    except ConfigError as exc:
+        return Outcome(source, failed=Finding(Origin(source), "load-error", "error", str(exc)))
+    try:
+        hosts = select.load([source], notes=notes, note=fell.append, overlay=overlay, limits=guard.Limits())
+    except LoadError as exc:
+        return Outcome(source, failed=exc.finding)
+    if not hosts:
+        empty = Finding(Origin(source), "load-error", "error", "the inventory has no hosts",
+                        "name the inventory (or a file inside it) that defines the P/D hosts")
+        return Outcome(source, failed=empty)
+    result = engine.lint(hosts, config)
+    findings = sorted(configuration.apply(notes, config) + result.findings)
+    why = fell[0] if fell else None
+    if why is None and any(t in text for text in overlay.values() for t in _JINJA):
+        why = "hosts with Jinja templates are rendered by ansible-core"
+    return Outcome(source, tuple(findings), tuple(hosts), result.topology, fell_back=why)

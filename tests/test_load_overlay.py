@@ -1,0 +1,50 @@
+"""The loaders' overlay: an editor's unsaved text read in place of the file, by the preflight and the fast loader."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from pdlint import engine
+from pdlint.load import select
+from pdlint.load.preflight import LoadError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def inv(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(ROOT / "examples" / "inventory", tmp_path / "inventory"))
+
+
+def rules(hosts: list) -> list[str]:
+    return sorted(f.rule for f in engine.check(hosts))
+
+
+def test_overlay_text_replaces_the_file_and_the_file_stays_as_it_was(inv: Path) -> None:
+    decode = inv / "host_vars" / "mi-b02.yml"
+    on_disk = decode.read_text()
+    assert "tp-ratio[moriio]" in rules(select.load([str(inv)]))
+    overlay = {str(decode): on_disk.replace("vllm_tensor_parallel_size: 6", "vllm_tensor_parallel_size: 8")}
+    hosts = select.load([str(inv)], overlay=overlay)
+    assert "tp-ratio[moriio]" not in rules(hosts) and "tp[heads]" not in rules(hosts)
+    assert next(h for h in hosts if h.host == "mi-b02").values["vllm_tensor_parallel_size"] == 8
+    assert decode.read_text() == on_disk
+
+
+def test_overlay_with_a_yaml_error_is_a_load_error_at_its_line(inv: Path) -> None:
+    group = inv / "group_vars" / "deepseek.yml"
+    broken = group.read_text() + "vllm_env: {A: [1\n"
+    with pytest.raises(LoadError) as caught:
+        select.load([str(inv)], overlay={str(group): broken})
+    assert caught.value.finding.rule == "load-error"
+    assert caught.value.finding.origin.file.endswith("group_vars/deepseek.yml")
+    assert caught.value.finding.origin.line == 5
+
+
+def test_overlay_is_held_to_the_same_size_limit(inv: Path) -> None:
+    from pdlint.load import guard
+
+    group = inv / "group_vars" / "all.yml"
+    with pytest.raises(LoadError, match="over the 1,024-byte limit"):
+        select.load([str(inv)], overlay={str(group): "# x\n" * 1000}, limits=guard.Limits(max_file_bytes=1024))
