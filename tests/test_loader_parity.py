@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pdlint.hostvars import is_relevant

@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .vllm.releases import PATTERN as VERSION_PATTERN
-
+# What vllm_version accepts (vllm/releases.py parses it): 0.25.1, v0.25.1, 0.25, 0.25.1.post1, 0.25.1+cpu.
+VERSION_PATTERN = r"^\s*[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?post\d+)?(?:\+[0-9A-Za-z.]+)?\s*$"
 INT_STRING = r"^\s*[0-9]+\s*$"
 TEMPLATE = r"(\{\{|\{%)"
 

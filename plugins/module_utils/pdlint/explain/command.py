@@ -21,7 +21,7 @@ FORMATS: dict[str, Callable[[Explanation, bool], str]] = {
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ..cli import _parser as lint_parser
+    from ..options import parser as lint_parser
 
     ap = lint_parser("pdlint explain", sorted(FORMATS), "Show the topology vLLM will build from the inventory: "
                      "engines and GPUs, the rank map of every prefill/decode pair, listening ports, findings.",
@@ -34,19 +34,19 @@ def _parser() -> argparse.ArgumentParser:
 
 def model(args: argparse.Namespace) -> Explanation | int:
     """The explain model of every inventory named, or exit code 2 after saying why there is none."""
-    from ..cli import _config, _groups, load_group
+    from ..inputs import config_from, inventories, load_group, unusable
     from ..load import safety
 
     safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core
     try:
-        config = _config(args)
+        config = config_from(args)
     except ConfigError as exc:
         sys.stderr.write(f"pdlint: error: {exc}\n")
         return 2
-    groups = _groups(args)
-    missing = [s for g in groups for s in g if "," not in s and not os.path.exists(s)]
-    if missing:
-        sys.stderr.write(f"pdlint: error: {missing[0]}: no such file or directory\n")
+    groups = inventories(args)
+    why = unusable(args, groups, "pdlint explain")
+    if why:
+        sys.stderr.write(f"pdlint: error: {why}\n")
         return 2
     parts = []
     for sources in groups:

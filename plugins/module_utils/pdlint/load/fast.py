@@ -20,7 +20,7 @@ from . import fast_config, fast_yaml, guard, preflight
 from . import roles, vars_files
 from .groups import invalid_names
 from .fast_model import Inventory
-from .fast_values import Unsupported, Var, check_tags, from_json, from_node, items, keyed_items, scalar
+from .fast_values import Unsupported, Var, check_tags, from_json, from_node, keyed_items, scalar
 from .paths import display_path
 
 __all__ = ["Unsupported", "load"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import moriio_config, registry as connectors, view
+from ..vllm import moriio_config, view
 from ..vllm.releases import DEFAULT, resolve
 from ..model import Topology
 from .base import Hit, hit, rule

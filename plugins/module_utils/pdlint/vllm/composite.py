@@ -15,7 +15,7 @@ from typing import Any
 from ..model import Instance
 from . import external, registry
 from .history import history
-from .releases import NEWEST, R, Release, Timeline
+from .releases import NEWEST, Release, Timeline
 
 MULTI = "MultiConnector"
 _M = "kv_connector/v1/multi_connector.py"

