@@ -47,7 +47,8 @@ def _static_hostile() -> list[Path]:
 
 
 ALL = [*sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir()),
-       *sorted(p for p in (ROOT / "tests" / "fixtures").glob("*/*") if p.is_dir()), *_static_hostile()]
+       *sorted({p.parent for name in ("hosts.yml", "hosts.ini", "hosts")  # every fixture inventory, at any depth
+                for p in (ROOT / "tests" / "fixtures").rglob(name)}), *_static_hostile()]
 # A YAML file that is neither in a directory with group_vars/host_vars nor named like an inventory is not taken for
 # one by the server (a playbook is not an inventory); only this case's plugin configuration, evil.yml, is such a file.
 CASES = [c for c in ALL if inventory_of(str(_opened(c))) is not None]
