@@ -46,8 +46,16 @@ def _static_hostile() -> list[Path]:
     return out
 
 
-ALL = [*sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir()),
-       *sorted(p for p in (ROOT / "tests" / "fixtures").glob("*/*") if p.is_dir()), *_static_hostile()]
+def _fixtures() -> list[Path]:
+    """tests/fixtures/<case>/ where it is an inventory itself (newcomer), else each tests/fixtures/<family>/<case>/."""
+    out = []
+    for top in sorted(p for p in (ROOT / "tests" / "fixtures").iterdir() if p.is_dir()):
+        is_case = any((top / name).is_file() for name in ("hosts.yml", "hosts.ini", "hosts"))
+        out += [top] if is_case else sorted(p for p in top.iterdir() if p.is_dir())
+    return out
+
+
+ALL = [*sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir()), *_fixtures(), *_static_hostile()]
 # A YAML file that is neither in a directory with group_vars/host_vars nor named like an inventory is not taken for
 # one by the server (a playbook is not an inventory); only this case's plugin configuration, evil.yml, is such a file.
 CASES = [c for c in ALL if inventory_of(str(_opened(c))) is not None]
