@@ -160,3 +160,51 @@ async def test_hover_shows_the_effective_value_and_which_file_wins(client: Langu
     text = hover.contents.value
     assert "vllm_tensor_parallel_size" in text
     assert "`6` (overridden by " in text and "host_vars/mi-b02.yml:2:28): mi-b02" in text
+
+
+async def hover_text(client: LanguageClient, path: Path, line: int, character: int) -> str:
+    found = await client.text_document_hover_async(t.HoverParams(
+        t.TextDocumentIdentifier(path.as_uri()), t.Position(line, character)))
+    assert found is not None and isinstance(found.contents, t.MarkupContent)
+    assert found.contents.kind == t.MarkupKind.Markdown
+    return found.contents.value
+
+
+@pytest.mark.asyncio
+async def test_hover_on_a_tp_value_shows_each_pairs_status_rank_map_and_acks(client: LanguageClient, inv: Path):
+    decode, prefill = inv / "host_vars" / "mi-b02.yml", inv / "group_vars" / "llama70b_prefill.yml"
+    open_doc(client, decode)
+    await published(client, decode)
+    text = await hover_text(client, decode, 1, 27)  # on the `6`
+    assert "`6` (set here): mi-b02" in text  # the value per host, as before, then the pair
+    assert "**`mi-b01` -> `mi-b02`** (deployment `deepseek-r1`): **rejected** by `tp-ratio[moriio]`" in text
+    assert "| decode rank |" not in text  # vLLM cannot map 6 over 4: no rank map
+
+    text = await hover_text(client, prefill, 1, 3)  # on the key, in a file not opened yet
+    assert "each prefill rank waits for 2 completion notifications per request" in text
+    assert "| decode rank | prefill ranks | KV heads |\n|---|---|---|\n| 0 | 0 | head 0 |" in text
+    assert "| 7 | 3 | head 7 |" in text and "mi-b01" not in text
+
+    # an unsaved edit: prefill TP 2 under decode TP 6 pairs (3 acks), and the hover says so before any save
+    deepseek = inv / "group_vars" / "deepseek_prefill.yml"
+    source = deepseek.read_text()
+    open_doc(client, deepseek, source)
+    await published(client, deepseek)
+    change(client, deepseek, 2, source.replace("vllm_tensor_parallel_size: 4", "vllm_tensor_parallel_size: 2"))
+    await published(client, deepseek)
+    text = await hover_text(client, deepseek, 1, 27)
+    assert "(deployment `deepseek-r1`): ok; MoRIIOConnector, decode reads" in text
+    assert "each prefill rank waits for 3 MoRIIO release acks per request" in text
+    assert "| 5 | 1 |" in text
+
+
+@pytest.mark.asyncio
+async def test_hover_on_an_instance_items_tp_shows_its_pair_and_other_keys_show_none(client: LanguageClient,
+                                                                                     inv: Path):
+    host = inv / "host_vars" / "gpu-c01.yml"
+    open_doc(client, host)
+    await published(client, host)
+    text = await hover_text(client, host, 5, 6)  # `    tensor_parallel_size: 4`
+    assert "**`gpu-c01[0]` -> `gpu-c01[1]`** (deployment `qwen3-chat`): ok; MooncakeConnector" in text
+    plain = await hover_text(client, host, 0, 3)  # vllm_pd_deployment: its value, no pairs
+    assert "P/D pair" not in plain

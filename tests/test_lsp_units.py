@@ -77,7 +77,7 @@ def test_suppress_is_not_offered_where_another_file_sets_the_hosts_pdlint_skip(t
 
 def test_package_imports_without_pygls_and_the_command_says_how_to_get_it() -> None:
     code = ("import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
-            "from pdlint.lsp import actions, hover, inventory, related, text\n"
+            "from pdlint.lsp import actions, hover, inventory, pairs, related, text\n"
             "from pdlint.cli import main\n"
             "raise SystemExit(main(['lsp']))\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)

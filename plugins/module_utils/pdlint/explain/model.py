@@ -104,6 +104,16 @@ def acks_text(pair: PairView) -> str:
     return f"{pair.acks} {pair.acks_what}{'' if pair.acks == 1 else 's'}"
 
 
+def rank_rows(pair: PairView, by: str = "decode") -> list[tuple[int, tuple[int, ...], str]]:
+    """The rank map grouped by one side ("decode" or "prefill"): (rank, the other side's ranks, KV heads moved)."""
+    groups: dict[int, list[Link]] = {}
+    for link in pair.links:
+        groups.setdefault(link.decode_rank if by == "decode" else link.prefill_rank, []).append(link)
+    return [(rank, tuple(x.prefill_rank if by == "decode" else x.decode_rank for x in links),
+             head_text(tuple(sorted({h for x in links for h in x.heads})), links[0].kv, links[0].replicated))
+            for rank, links in sorted(groups.items())]
+
+
 @dataclasses.dataclass(frozen=True)
 class DeploymentView:
     name: str

@@ -5,7 +5,7 @@ import textwrap
 from collections.abc import Sequence
 
 from ..finding import Finding
-from .model import DeploymentView, EngineView, Explanation, Link, PairView, acks_text, head_text
+from .model import DeploymentView, EngineView, Explanation, PairView, acks_text, rank_rows
 
 WIDTH = 100
 _RED, _GREEN, _BOLD, _OFF = "\033[31m", "\033[32m", "\033[1m", "\033[0m"
@@ -82,12 +82,7 @@ def pair_lines(pair: PairView, colour: bool) -> list[str]:
     if pair.note:
         out.extend(textwrap.wrap(pair.note, WIDTH, initial_indent="    ", subsequent_indent="      "))
     if pair.links:
-        by_decode: dict[int, list[Link]] = {}
-        for link in pair.links:
-            by_decode.setdefault(link.decode_rank, []).append(link)
-        rows = [(d, ",".join(str(x.prefill_rank) for x in links), head_text(
-            tuple(sorted({h for x in links for h in x.heads})), links[0].kv, links[0].replicated))
-            for d, links in sorted(by_decode.items())]
+        rows = [(d, ",".join(map(str, ranks)), heads) for d, ranks, heads in rank_rows(pair)]
         out += table(("decode rank", "prefill ranks", "KV heads moved"), rows)
     return out + _findings(pair.findings, colour)
 

@@ -27,7 +27,7 @@ def _same(origin: Origin, path: str) -> bool:
     return bool(origin.file) and os.path.abspath(origin.file) == path
 
 
-def _seeing(hosts: Sequence[HostVars], path: str) -> list[HostVars]:
+def seeing(hosts: Sequence[HostVars], path: str) -> list[HostVars]:
     """Hosts that take at least one value from the file at path (its group's or host's hosts, as far as it counts)."""
     return [hv for hv in hosts if any(_same(o, path) for o in hv.origins.values())]
 
@@ -46,11 +46,11 @@ def _names(hosts: list[str]) -> str:
 def describe(name: str, path: str, hosts: Sequence[HostVars]) -> str | None:
     """Markdown: per effective value, the hosts with it and where it comes from (this file, or the file that wins)."""
     path = os.path.abspath(path)
-    seeing = _seeing(hosts, path)
-    if not seeing:
+    readers = seeing(hosts, path)
+    if not readers:
         return None
     rows: dict[tuple[str, str], list[str]] = {}
-    for hv in seeing:
+    for hv in readers:
         origin = hv.origins.get((name,))
         if hv.secrets and any(p[:1] == (name,) for p in hv.secrets):
             shown = "<vaulted>"
@@ -63,7 +63,7 @@ def describe(name: str, path: str, hosts: Sequence[HostVars]) -> str | None:
         else:
             where = f"overridden by {origin}"
         rows.setdefault((shown, where), []).append(hv.host)
-    lines = [f"**{name}** on the {len(seeing)} host{'s' if len(seeing) != 1 else ''} that read this file:", ""]
+    lines = [f"**{name}** on the {len(readers)} host{'s' if len(readers) != 1 else ''} that read this file:", ""]
     for (shown, where), on in sorted(rows.items(), key=lambda kv: (kv[0][1] != "set here", kv[0])):
         lines.append(f"- `{shown}` ({where}): {_names(sorted(on))}")
     return "\n".join(lines) + "\n"
