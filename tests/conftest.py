@@ -52,6 +52,14 @@ def lint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lint:
     return run
 
 
+def readme_snippet(intro: str, lang: str) -> str:
+    """The first ```lang block after the README line starting with intro, as users copy it."""
+    readme = (ROOT / "README.md").read_text()
+    after = readme[readme.index(intro):]
+    start = after.index(f"```{lang}\n") + len(f"```{lang}\n")
+    return after[start:after.index("\n```\n", start)] + "\n"
+
+
 def rules_of(findings: list[Finding]) -> set[str]:
     return {f.rule for f in findings}
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import conftest
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,10 +33,7 @@ def _emacs() -> str:
 
 def readme_snippet() -> str:
     """The README's Emacs set-up, as users copy it."""
-    readme = (ROOT / "README.md").read_text()
-    after = readme[readme.index("Emacs (eglot; this is what"):]
-    start = after.index("```elisp\n") + len("```elisp\n")
-    return after[start:after.index("\n```\n", start)] + "\n"
+    return conftest.readme_snippet("Emacs (eglot; this is what", "elisp")
 
 
 def test_emacs_eglot_shows_the_findings_the_pair_hover_and_an_unsaved_edits_effect(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import conftest
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,10 +26,7 @@ def _nvim() -> str:
 
 def readme_snippet() -> str:
     """The README's Neovim set-up, as users copy it."""
-    readme = (ROOT / "README.md").read_text()
-    after = readme[readme.index("Neovim (0.7 or later; this is what"):]
-    start = after.index("```lua\n") + len("```lua\n")
-    return after[start:after.index("\n```\n", start)] + "\n"
+    return conftest.readme_snippet("Neovim (0.7 or later; this is what", "lua")
 
 
 def test_neovim_shows_the_findings_and_an_unsaved_edit_changes_another_files(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from . import NEWEST_VLLM, engine, listings, report, schema
 from . import config as configuration
-from .config import Config, ConfigError
+from .config import Config
 from .finding import Finding, Origin
-from .inputs import config_from, inventories, inventory_for, unusable  # noqa: F401 - inventory_for: the hook's entry point
+from .inputs import Unusable, inventory_for, prepare  # noqa: F401 - inventory_for: the hook's entry point
 from .load import guard, runs, store
 from .options import parser
 
@@ -59,23 +59,15 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from .load import safety
-
-    safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core
-    from .load.preflight import LoadError
-
     started = time.perf_counter()
     try:
-        config = config_from(args)
-    except ConfigError as exc:
+        config, groups = prepare(args)
+    except Unusable as exc:
         sys.stderr.write(f"pdlint: error: {exc}\n")
         return 2
+    from .load.preflight import LoadError  # after prepare() made ansible-core safe
+
     fmt = _format(args)
-    groups = inventories(args)
-    why = unusable(args, groups)
-    if why:
-        sys.stderr.write(f"pdlint: error: {why}\n")
-        return 2
     findings: list[Finding] = []
     suppressed: list[Finding] = []
     hosts = deployments = 0

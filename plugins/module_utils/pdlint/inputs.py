@@ -93,6 +93,27 @@ def load_group(args: argparse.Namespace, sources: list[str], notes: list[Finding
     return loaded
 
 
+class Unusable(Exception):
+    """The run cannot start: the config file or the inventories named are unusable (the message says why)."""
+
+
+def prepare(args: argparse.Namespace, command: str = "pdlint") -> tuple[Config, list[list[str]]]:
+    """The configuration and the inventories of a run (ansible-core made safe first); Unusable says why not."""
+    from .config import ConfigError
+    from .load import safety
+
+    safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core
+    try:
+        config = config_from(args)
+    except ConfigError as exc:
+        raise Unusable(str(exc)) from None
+    groups = inventories(args)
+    why = unusable(args, groups, command)
+    if why:
+        raise Unusable(why)
+    return config, groups
+
+
 def unusable(args: argparse.Namespace, groups: list[list[str]], command: str = "pdlint") -> str | None:
     """Why the inventories named cannot be read (a path that does not exist), as an error message; else None."""
     missing = [s for g in groups for s in g if "," not in s and not os.path.exists(s)]

@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 
 from .. import config as configuration
 from .. import engine, report
-from ..config import ConfigError
 from ..finding import Finding
 from . import as_json, html, markdown, text
 from .compute import explain as compute
@@ -34,19 +33,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def model(args: argparse.Namespace) -> Explanation | int:
     """The explain model of every inventory named, or exit code 2 after saying why there is none."""
-    from ..inputs import config_from, inventories, load_group, unusable
-    from ..load import safety
+    from ..inputs import Unusable, load_group, prepare
 
-    safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core
     try:
-        config = config_from(args)
-    except ConfigError as exc:
+        config, groups = prepare(args, "pdlint explain")
+    except Unusable as exc:
         sys.stderr.write(f"pdlint: error: {exc}\n")
-        return 2
-    groups = inventories(args)
-    why = unusable(args, groups, "pdlint explain")
-    if why:
-        sys.stderr.write(f"pdlint: error: {why}\n")
         return 2
     parts = []
     for sources in groups:
