@@ -23,7 +23,7 @@ import pytest
 from pdlint.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
-from pdlint.vllm import nixl
+from pdlint.vllm import nixl_channel
 from pdlint.vllm import pair as vpair
 from pdlint.vllm.ports import binds
 from pdlint.vllm.releases import KNOWN, R, Release
@@ -395,11 +395,11 @@ def test_side_channel_ports(version: str, tp: int, dp: int, dp_local: int, dp_st
     root = ROOTS[R(version)]
     assert root is not None
     envs = (root / "vllm/envs.py").read_text(encoding="utf-8")
-    assert f'"VLLM_NIXL_SIDE_CHANNEL_PORT", "{nixl.default_side_channel_port(R(version))}"' in envs
+    assert f'"VLLM_NIXL_SIDE_CHANNEL_PORT", "{nixl_channel.default_side_channel_port(R(version))}"' in envs
     inst = _instance(version, tp, dp, dp_local, dp_start)
     assert [b.port for b in binds(inst) if b.what.startswith("NIXL")] == ports
     moved = _instance(version, tp, dp, dp_local, dp_start, {"VLLM_NIXL_SIDE_CHANNEL_PORT": "7000"})
-    base = nixl.default_side_channel_port(R(version))
+    base = nixl_channel.default_side_channel_port(R(version))
     assert [b.port - 7000 for b in binds(moved) if b.what.startswith("NIXL")] == [port - base for port in ports]
 
 
@@ -411,7 +411,7 @@ def test_side_channel_host_default_is_loopback_in_every_release() -> None:
 
 @pytest.mark.parametrize("release", RELEASES, ids=str)
 def test_hash_factors(release: Release) -> None:
-    """compute_nixl_compatibility_hash's factors in the release's own source agree with nixl.HASHED."""
+    """compute_nixl_compatibility_hash's factors in the release's own source agree with nixl_channel.HASHED."""
     root = ROOTS[release]
     assert root is not None
     text = "".join(p.read_text(encoding="utf-8") for p in (root / KV / "v1").glob("nixl*/**/*.py")) + \
@@ -424,7 +424,7 @@ def test_hash_factors(release: Release) -> None:
         body = text[text.index("def compute_nixl_compatibility_hash"):]
         body = body[:body.index("return compat_hash")]
         found = {ours for key, ours in factors.items() if f'"{key}"' in body}
-    assert found == set(nixl.HASHED.at(release)), release
+    assert found == set(nixl_channel.HASHED.at(release)), release
 
 
 @pytest.mark.parametrize(("pv", "dv", "extra", "fires"), [

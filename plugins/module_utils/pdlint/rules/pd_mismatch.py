@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..vllm import hma as hybrid  # the rule below is called hma
-from ..vllm import composite, nixl, view
+from ..vllm import composite, nixl_channel, view
 from ..vllm import registry as connectors
 from ..vllm.releases import DEFAULT, Release
 from ..model import Instance, Topology
@@ -25,11 +25,11 @@ def _nixl_checkers(lp: Instance, ld: Instance) -> tuple[Instance, ...]:
 
 
 def _nixl_hashed(lp: Instance, ld: Instance, fact: str) -> Release | None:
-    """The release that rejects a difference in fact at the NIXL handshake, if one does (nixl.HASHED)."""
+    """The release that rejects a difference in fact at the NIXL handshake, if one does (nixl_channel.HASHED)."""
     if view.kind(lp) != "nixl":
         return None
     for inst in _nixl_checkers(lp, ld):
-        if nixl.hash_checked(_release(inst), view.enforces_compat_hash(inst), fact):
+        if nixl_channel.hash_checked(_release(inst), view.enforces_compat_hash(inst), fact):
             return _release(inst)
     return None
 
@@ -205,8 +205,8 @@ def vllm_version(topo: Topology) -> Iterator[Hit]:
         hashed = _nixl_hashed(lp, ld, "version")
         if hashed is not None:
             why = f"NIXL in vLLM {hashed} hashes the vLLM version at handshake: \"NIXL compatibility hash mismatch\""
-        elif min(rp, rd) < nixl.HANDSHAKE_PAYLOAD <= max(rp, rd):
-            why = (f"vLLM {nixl.HANDSHAKE_PAYLOAD}+ sends a NixlHandshakePayload that older releases cannot decode "
+        elif min(rp, rd) < nixl_channel.HANDSHAKE_PAYLOAD <= max(rp, rd):
+            why = (f"vLLM {nixl_channel.HANDSHAKE_PAYLOAD}+ sends a NixlHandshakePayload that older releases cannot decode "
                    "(vLLM does not check this: \"Failed to decode ...\")")
         else:
             continue  # not hashed: before 0.13.0, or enforce_handshake_compat is off

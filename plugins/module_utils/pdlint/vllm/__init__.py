@@ -2,4 +2,4 @@
 
 Importing the package registers every connector family's pair check and every rule's timelines.
 """
-from . import composite, kvconfig, mooncake, moriio, nixl, p2p  # noqa: F401 - each registers on import
+from . import composite, kvconfig, mooncake, moriio, nixl, nixl_channel, p2p  # noqa: F401 - each registers on import

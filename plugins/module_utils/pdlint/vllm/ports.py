@@ -5,7 +5,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from ..model import Instance
-from . import composite, mooncake, moriio_config, nixl
+from . import composite, mooncake, moriio_config, nixl_channel
 from . import registry as connectors
 from .releases import DEFAULT, NEWEST, resolve
 
@@ -40,11 +40,11 @@ def _connector(inst: Instance) -> Iterator[Bind]:
     """The listeners of the one connector inst runs."""
     kind = connectors.registry_kind(inst)
     if kind == "nixl":
-        # Per release (nixl.SIDE_CHANNEL): per worker before 0.11.1, then one listener per engine core.
+        # Per release (nixl_channel.SIDE_CHANNEL): per worker before 0.11.1, then one listener per engine core.
         release = connectors.release_of(inst) or DEFAULT
-        base = connectors.env_int(inst, "VLLM_NIXL_SIDE_CHANNEL_PORT", nixl.default_side_channel_port(release))
+        base = connectors.env_int(inst, "VLLM_NIXL_SIDE_CHANNEL_PORT", nixl_channel.default_side_channel_port(release))
         if base is not None:
-            for port, what in nixl.side_channel_ports(release, base, inst.dp_start, inst.dp_local, inst.tp):
+            for port, what in nixl_channel.side_channel_ports(release, base, inst.dp_start, inst.dp_local, inst.tp):
                 yield Bind(port, what, "env.VLLM_NIXL_SIDE_CHANNEL_PORT")
     elif kind == "moriio":
         # moriio_config.listeners: base + DP rank + TP rank (global DP rank before 0.28.0, pod-local after);
