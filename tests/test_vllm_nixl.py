@@ -454,3 +454,27 @@ def test_hma_mismatch(version: str, decode_disable: bool | None, fires: bool) ->
     found = _rules({"vllm_disable_hybrid_kv_cache_manager": True}, decode,
                    {"vllm_version": version, "vllm_kv_transfer_config": NIXL})
     assert ("pd-mismatch[hma]" in found) == fires
+
+
+def test_host_buffer_block_check_starts_where_the_source_has_it() -> None:
+    """nixl.HOST_BUFFER_EQUAL_BLOCKS: the assert exists in exactly the releases the timeline says."""
+    from pdlint.vllm import nixl
+
+    message = "Heterogeneous block sizes are not supported with host buffer"
+    for release, root in ROOTS.items():
+        text = "".join(p.read_text(encoding="utf-8") for p in (root / vllm_source.KV / "v1").rglob("nixl*/*.py"))
+        text += "".join(p.read_text(encoding="utf-8") for p in (root / vllm_source.KV / "v1").glob("nixl*.py"))
+        assert (message in text) == nixl.HOST_BUFFER_EQUAL_BLOCKS.at(release), release
+
+
+@pytest.mark.parametrize(("version", "device", "fires"), [
+    ("0.26.0", "cpu", False),  # decode block a multiple of prefill's: fine before the host-buffer assert
+    ("0.27.0", "cpu", True),
+    ("0.33.0", "cpu", True),
+    ("0.33.0", "cuda", False),
+])
+def test_host_buffer_needs_equal_blocks(version: str, device: str, fires: bool) -> None:
+    config = {**NIXL, "kv_buffer_device": device}
+    found = _rules({"vllm_block_size": 16}, {"vllm_block_size": 32},
+                   {"vllm_version": version, "vllm_kv_transfer_config": config})
+    assert ("pd-mismatch[block-size]" in found) == fires

@@ -25,7 +25,8 @@ _FACTS = {
     "model_has_ssm": "ssm", "model_sliding_window": "sliding_window",
 }
 _KV = {"kv_connector": "connector", "kv_role": "kv_role", "kv_port": "kv_port", "engine_id": "engine_id",
-       "kv_connector_module_path": "module_path", "kv_connector_extra_config": "extra"}
+       "kv_connector_module_path": "module_path", "kv_connector_extra_config": "extra",
+       "kv_buffer_device": "kv_buffer_device"}
 
 
 class _Source:

@@ -50,6 +50,7 @@ class Instance:
     kv_port: int | None = None
     engine_id: str | None = None
     module_path: str | None = None
+    kv_buffer_device: str | None = None  # KVTransferConfig.kv_buffer_device, when set
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     kv_config_set: bool = False
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)

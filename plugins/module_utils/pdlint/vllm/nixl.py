@@ -84,6 +84,12 @@ HMA_EQUAL_BLOCKS: Timeline[bool] = history("pd-mismatch[block-size]", Timeline(
      "HMA on a hybrid model: block sizes must be equal"),
     ("0.27.0", False, f"{_W24}{_V}", "HMA allows different block sizes"),
 ))
+HOST_BUFFER_EQUAL_BLOCKS: Timeline[bool] = history("pd-mismatch[block-size]", Timeline(
+    "NIXL block sizes with a host buffer (kv_buffer_device: cpu on a GPU)",
+    ("0.9.0", False, f"{_OLD}{_V}", "no host-buffer-specific block-size check"),
+    ("0.27.0", True, f"{_W24}{_V} (assert not self.use_host_buffer)",
+     "block sizes must be equal: \"Heterogeneous block sizes are not supported with host buffer\""),
+))
 # Pipeline parallelism: which sides may run PP > 1.
 PP: Timeline[str] = history("tp-ratio[nixl]", Timeline(
     "NIXL pipeline parallelism",
@@ -253,13 +259,17 @@ def block_size(p: Side, d: Side) -> Iterator[Problem]:
                f"NIXL push in vLLM {rel} needs equal block sizes when decode TP > prefill TP")
     elif reader % remote:
         why = f"NIXL in vLLM {rel} needs the {side} block size to be a multiple of the other side's"
+    elif local.kv_buffer_device == "cpu" and HOST_BUFFER_EQUAL_BLOCKS.at(rel):
+        why = f"NIXL in vLLM {rel} needs equal block sizes with kv_buffer_device cpu (a host buffer)"
+        source = HOST_BUFFER_EQUAL_BLOCKS.step(rel).source
     elif p.ssm and not (p.disable_hma or d.disable_hma) and HMA_EQUAL_BLOCKS.at(rel):
         why = f"NIXL in vLLM {rel} needs equal block sizes with the hybrid KV cache manager"
         source = HMA_EQUAL_BLOCKS.step(rel).source
     else:
         return
+    hint = f"use block size {bp} on decode" if bp < bd else f"use block size {bp} on both sides"
+    if "host buffer" in why:
+        hint += ", or leave kv_buffer_device at the GPU"
     yield Problem("pd-mismatch[block-size]", "decode", ("block_size",),
-                  f"decode block size {bd} vs prefill block size {bp}: {why}", source,
-                  hint=f"use block size {bp} on decode" if bp < bd else f"use block size {bp} on both sides",
-                  tp_fix=False)
+                  f"decode block size {bd} vs prefill block size {bp}: {why}", source, hint=hint, tp_fix=False)
 

@@ -34,6 +34,7 @@ class Side:
     ssm: bool | None = None
     kv_role: str | None = None
     disable_hma: bool | None = None
+    kv_buffer_device: str | None = None
     extra: tuple[tuple[str, str], ...] = ()  # kv_connector_extra_config, values as str()
     env: tuple[tuple[str, str], ...] = ()
 
@@ -48,7 +49,8 @@ class Side:
             tp=inst.tp, pp=inst.pp, dp=inst.dp, block_size=inst.block_size, heads=inst.facts.heads,
             kv_heads=inst.facts.kv_heads, mla=inst.facts.mla, ssm=inst.facts.ssm,
             kv_role=view.kv_role if isinstance(view.kv_role, str) else None,  # any other is kv-role[invalid]s
-            disable_hma=disable, extra=_items(view.extra), env=_items(inst.env))
+            disable_hma=disable, extra=_items(view.extra), env=_items(inst.env),
+            kv_buffer_device=view.kv_buffer_device if isinstance(view.kv_buffer_device, str) else None)
 
     def get(self, key: str, default: str | None = None) -> str | None:
         """A kv_connector_extra_config value as text."""
