@@ -12,6 +12,7 @@ from lsprotocol import types as t
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..load import filememo
 from . import actions, diagnostics, hover, inventory
 
 DEBOUNCE = 0.05  # seconds of quiet after a keystroke before the inventory is re-checked
@@ -31,6 +32,7 @@ class Server(LanguageServer):
         self._waiting: dict[str, asyncio.Task[None]] = {}
         self._lock = asyncio.Lock()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="pdlint-check")
+        self._memos: dict[str, filememo.Memo] = {}  # inventory source -> per-file results kept between checks
 
     def read(self, path: str) -> str | None:
         """The open buffer's text, else the file's, else None."""
@@ -75,7 +77,8 @@ class Server(LanguageServer):
             overlay = self.overlay(source)
             loop = asyncio.get_running_loop()
             try:
-                outcome = await loop.run_in_executor(self._pool, inventory.check, source, overlay)
+                memo = self._memos.setdefault(source, filememo.Memo())
+                outcome = await loop.run_in_executor(self._pool, inventory.check, source, overlay, memo)
                 self.publish(outcome, anchor, overlay)
             except Exception as exc:  # the editor keeps its server whatever the input
                 log.exception("check of %s failed", source)
