@@ -34,6 +34,7 @@ class Memo:
 
     def __init__(self, slot: str | None = None) -> None:
         self.slot = slot  # the on-disk bundle this memo is read from and written to; None: memory only
+        self.keeps_variables = slot is None  # a bundle stores scans only: holding values for it would cost memory
         self.scans: dict[str, tuple[bytes, tuple[Any, ...], str, Scan]] = {}
         self.vars: dict[str, tuple[bytes, str, str, dict[str, Var]]] = {}
         self.changed = False
@@ -69,6 +70,8 @@ class Memo:
         return found[3]
 
     def put_variables(self, path: str, key: bytes, shown: str, data: dict[str, Var]) -> None:
+        if not self.keeps_variables:
+            return
         self.vars[path] = (key, shown, _cwd(), data)
         self.used.add(path)
 
