@@ -205,3 +205,22 @@ def test_a_damaged_bundle_is_ignored(damage, tmp_path: Path, monkeypatch: pytest
     damage(_bundle(tmp_path / "cache"))
     assert _load(inv, filememo.on_disk([str(inv)])) == plain
     assert _load(inv, filememo.on_disk([str(inv)])) == plain
+
+
+def test_the_language_servers_check_reuses_its_memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lsp/inventory.check with the memo the server keeps: an edit in a buffer re-reads that buffer only, and
+    the findings are those of a check without a memo."""
+    from pdlint.lsp import inventory
+
+    monkeypatch.chdir(tmp_path)
+    inv = _inventory(tmp_path)
+    memo = filememo.Memo()
+    inventory.check(str(inv), {}, memo)
+    calls = _counting(monkeypatch)
+    path = str(inv / "group_vars" / "b_decode.yml")
+    buffer = {path: Path(path).read_text().replace("size: 8", "size: 6")}
+    kept = inventory.check(str(inv), buffer, memo)
+    assert calls["scan"] == [path] and calls["compose"] == [str(inv / "hosts.yml"), path]
+    fresh = inventory.check(str(inv), buffer)
+    assert kept.findings == fresh.findings and kept.hosts == fresh.hosts and kept.failed is None
+    assert any(f.rule.startswith("tp") for f in kept.findings)
