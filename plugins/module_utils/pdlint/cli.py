@@ -38,16 +38,22 @@ def _entry(args: argparse.Namespace, sources: list[str], config: Config) -> runs
                       guard.Limits(max_file_bytes=args.max_file_size))
 
 
-def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes: list[Finding]) -> runs.Outcome:
-    """Load and check one inventory. Raises LoadError, _NoHosts."""
+def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes: list[Finding],
+             cached: bool) -> runs.Outcome:
+    """Load and check one inventory (cached: with the on-disk per-file memo). Raises LoadError, _NoHosts."""
     from .load import select
 
     said: list[str] = []  # the loader's informational lines, kept so a cached run repeats them
 
+    memo = None
+    if cached and not (args.allow_lookups or args.allow_inventory_plugins):
+        from .load import filememo
+
+        memo = filememo.on_disk([s if "," in s else os.path.abspath(s) for s in sources])
     loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
                          allow_plugins=args.allow_inventory_plugins,
                          limits=guard.Limits(max_file_bytes=args.max_file_size),
-                         vault_password_file=args.vault_password_file, notes=notes, note=said.append)
+                         vault_password_file=args.vault_password_file, notes=notes, note=said.append, memo=memo)
     for text in said:
         sys.stderr.write(f"pdlint: info: {text}\n")
     if not loaded:
@@ -75,7 +81,8 @@ def _lint(args: argparse.Namespace) -> int:
     for sources in groups:
         notes: list[Finding] = []
         try:
-            outcome = runs.through(_entry(args, sources, config), lambda: _outcome(args, sources, config, notes),
+            entry = _entry(args, sources, config)
+            outcome = runs.through(entry, lambda: _outcome(args, sources, config, notes, entry is not None),
                                    static=not (args.allow_lookups or args.allow_inventory_plugins))
         except LoadError as exc:
             sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))

@@ -34,9 +34,11 @@ class _Files:
     def __init__(self, sources: Sequence[str], checked: preflight.Preflight) -> None:
         self.checked = checked
         self.docs: dict[str, tuple[str, list[Any]]] = {}
+        self.walked: dict[str, str] = {}  # key -> the path the preflight read it by
         # Keyed by the real path of the source's directory (as host_group_vars looks files up), resolved once.
         bases = {os.path.abspath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources}
         real = {b: os.path.realpath(b) for b in bases}
+        memo = checked.memo
         for text in preflight.yaml_files(checked):
             if text in checked.yaml_errors:  # read as INI, if at all
                 continue
@@ -44,12 +46,23 @@ class _Files:
             while base not in real and os.path.dirname(base) != base:
                 base = os.path.dirname(base)
             key = real[base] + text[len(base):] if base in real else os.path.realpath(text)
-            self.docs.setdefault(key, preflight.compose(text, checked))
+            if key in self.walked:  # the same file by a second path: composed, as it always was, for its errors
+                preflight.compose(text, checked)
+                continue
+            self.walked[key] = text
+            # A vars file whose variables the memo holds for this content composed cleanly then: composing it
+            # again could raise no error, so skipping it keeps the first error the same.
+            if memo is None or not memo.known(key, checked.digests.get(text)):
+                self.docs[key] = preflight.compose(text, checked)
 
     def get(self, path: str) -> tuple[str, list[Any]]:
         if path not in self.docs:
-            self.docs[path] = preflight.compose(path, self.checked)
+            self.docs[path] = preflight.compose(self.walked.get(path, path), self.checked)
         return self.docs[path]
+
+    def digest(self, path: str) -> bytes | None:
+        """The digest of the content read for path, when a memo is in use."""
+        return self.checked.digests.get(self.walked.get(path, path))
 
 
 def _json(text: str) -> tuple[bool, Any]:
@@ -185,8 +198,17 @@ class _VarsFiles:
         return data
 
     def _load(self, path: str) -> dict[str, Var]:
+        memo, key, shown = self.files.checked.memo, self.files.digest(path), self._shown(path)
+        if memo is None or key is None:
+            return self._read(path, shown)
+        found = memo.variables(path, key, shown)
+        if found is None:
+            found = self._read(path, shown)
+            memo.put_variables(path, key, shown, found)
+        return found
+
+    def _read(self, path: str, shown: str) -> dict[str, Var]:
         text, nodes = self.files.get(path)
-        shown = self._shown(path)
         is_json, data = _json(text)
         if is_json and isinstance(data, dict):
             return {k: from_json(v, shown) for k, v in data.items() if isinstance(k, str) and is_relevant(k)}

@@ -49,6 +49,8 @@ class Preflight:
     # though named .yml (the YAML syntax error, reported if the INI plugin rejects the file too).
     ini_lines: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     yaml_errors: dict[str, Finding] = dataclasses.field(default_factory=dict)
+    digests: dict[str, bytes] = dataclasses.field(default_factory=dict)  # path as walked -> its bytes' digest
+    memo: Any = None  # the filememo.Memo this preflight used and the fast loader may use, if any
 
 
 @dataclasses.dataclass
@@ -155,13 +157,26 @@ def _script(path: str, data: bytes, allow_dynamic: bool) -> bool:
     return False
 
 
+def _scan(path: str, text: str, found: Preflight, limits: Limits) -> guard.Scan:
+    """guard.scan_yaml, or the memo's result for this content (clean scans only are kept)."""
+    memo, key = found.memo, found.digests.get(path)
+    if memo is not None and key is not None:
+        known = memo.scan(path, key, limits)
+        if known is not None:
+            return guard.Scan(list(known[0]), list(known[1]))
+    scan = guard.scan_yaml(text, path, limits)
+    if memo is not None and key is not None and scan.syntax_error is None:
+        memo.put_scan(path, key, limits, (list(scan.duplicates), list(scan.top_keys)))
+    return scan
+
+
 def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Preflight, limits: Limits) -> None:
     if _script(path, data, allow_dynamic):
         return
     ext = os.path.splitext(path)[1]
     if ext and ext not in _YAML_EXT:
         return  # INI, TOML: no aliases; Ansible's parser reports its own errors
-    scan = guard.scan_yaml(text, path, limits)
+    scan = _scan(path, text, found, limits)
     if scan.syntax_error is not None:  # Ansible tries its YAML plugin, then the INI one
         if ext:
             found.yaml_errors[path] = scan.syntax_error
@@ -173,15 +188,16 @@ def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Pr
 
 
 def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: bool = False,
-          overlay: Mapping[str, str] | None = None) -> Preflight:
+          overlay: Mapping[str, str] | None = None, memo: Any = None) -> Preflight:
     """Check every file the sources would make Ansible read; raises guard.Refused for unusable ones.
 
-    overlay maps absolute paths to text read instead of the file on disk (the fast loader reads checked texts)."""
+    overlay maps absolute paths to text read instead of the file on disk (the fast loader reads checked texts);
+    memo (a filememo.Memo) answers the scan of a file whose content it has seen."""
     # The cyclic GC would rescan the growing heap of parser events on every collection (no cycles among them).
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check(sources, limits, allow_dynamic, overlay)
+        return _check(sources, limits, allow_dynamic, overlay, memo)
     finally:
         if enabled:
             gc.enable()
@@ -222,9 +238,9 @@ def fingerprints(sources: Sequence[str], limits: Limits | None = None) -> list[S
 
 
 def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
-           overlay: Mapping[str, str] | None) -> Preflight:
+           overlay: Mapping[str, str] | None, memo: Any) -> Preflight:
     limits = limits or Limits()
-    found = Preflight()
+    found = Preflight(memo=memo)
     inventory, vars_files = _files(sources, limits)
     found.vars_files = vars_files
     inventory_set = set(inventory)
@@ -241,10 +257,14 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
                 continue
         text = guard.text_of(data, path, limits)
         found.texts[path] = text
+        if memo is not None:
+            from .filememo import digest
+
+            found.digests[path] = digest(data)
         if path in inventory_set:
             _inventory(path, text, data, allow_dynamic, found, limits)
             continue
-        scan = guard.scan_yaml(text, path, limits)
+        scan = _scan(path, text, found, limits)
         if scan.syntax_error is not None:
             raise Refused(scan.syntax_error)
         found.findings.extend(scan.duplicates)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..finding import Finding
 from ..hostvars import HostVars
@@ -23,17 +24,18 @@ def _note(text: str) -> None:
 def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = False, allow_plugins: bool = False,
          limits: guard.Limits | None = None, vault_password_file: str | None = None,
          notes: list[Finding] | None = None, note: Callable[[str], None] = _note,
-         overlay: Mapping[str, str] | None = None) -> list[HostVars]:
+         overlay: Mapping[str, str] | None = None, memo: Any = None) -> list[HostVars]:
     """The inventory's hosts from the chosen loader; `fast` falls back to `ansible` when it must. Raises LoadError.
 
     File-level warnings (duplicate keys, group names, files left encrypted) are appended to notes. overlay
     ({absolute path: text}, an editor's unsaved buffers) is read instead of those files by the preflight and the
-    fast loader; ansible-core's loader reads the files on disk.
+    fast loader; ansible-core's loader reads the files on disk. memo (a filememo.Memo) answers for the files
+    whose content it has seen; it is written back (when it has a place on disk) after a load that succeeds.
     """
     sources = [s if "," in s else os.path.abspath(s) for s in sources]
     notes = notes if notes is not None else []
     try:
-        checked = preflight.check(sources, limits, allow_dynamic=allow_plugins, overlay=overlay)
+        checked = preflight.check(sources, limits, allow_dynamic=allow_plugins, overlay=overlay, memo=memo)
     except guard.Refused as exc:
         raise preflight.LoadError(exc.finding) from None
     notes.extend(checked.findings)
@@ -46,6 +48,8 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
             found: list[Finding] = []
             hosts = fast.load(sources, allow_lookups=allow_lookups, checked=checked, notes=found)
             notes.extend(found)
+            if memo is not None:
+                memo.save()
             return hosts
         except fast.Unsupported as exc:
             note(f"the fast loader does not cover this inventory ({exc}); using ansible-core's loader")

@@ -5,6 +5,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .. import config as configuration
 from .. import configfile, engine
@@ -55,8 +56,10 @@ def _config(source: str) -> Config:
     return configfile.load(start)
 
 
-def check(source: str, overlay: Mapping[str, str]) -> Outcome:
-    """Load and lint source with overlay's texts in place of those files, as `pdlint SOURCE` would."""
+def check(source: str, overlay: Mapping[str, str], memo: Any = None) -> Outcome:
+    """Load and lint source with overlay's texts in place of those files, as `pdlint SOURCE` would.
+
+    memo (a load.filememo.Memo the server keeps between checks) answers for the files whose content it has seen."""
     from ..load import select
 
     notes: list[Finding] = []
@@ -66,7 +69,8 @@ def check(source: str, overlay: Mapping[str, str]) -> Outcome:
     except ConfigError as exc:
         return Outcome(source, failed=Finding(Origin(source), "load-error", "error", str(exc)))
     try:
-        hosts = select.load([source], notes=notes, note=fell.append, overlay=overlay, limits=guard.Limits())
+        hosts = select.load([source], notes=notes, note=fell.append, overlay=overlay, limits=guard.Limits(),
+                            memo=memo)
     except LoadError as exc:
         return Outcome(source, failed=exc.finding)
     if not hosts:

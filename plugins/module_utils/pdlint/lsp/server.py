@@ -14,6 +14,7 @@ from lsprotocol import types as t
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..load import filememo
 from . import actions, diagnostics, hover, inventory, pairs
 
 DEBOUNCE = 0.05  # seconds of quiet after a keystroke before the inventory is re-checked
@@ -34,6 +35,7 @@ class Server(LanguageServer):
         self._waiting: dict[str, asyncio.Task[None]] = {}
         self._lock = asyncio.Lock()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="pdlint-check")
+        self._memos: dict[str, filememo.Memo] = {}  # inventory source -> per-file results kept between checks
 
     def read(self, path: str) -> str | None:
         """The open buffer's text, else the file's, else None."""
@@ -82,7 +84,8 @@ class Server(LanguageServer):
             overlay = self.overlay(source)
             loop = asyncio.get_running_loop()
             try:
-                outcome = await loop.run_in_executor(self._pool, inventory.check, source, overlay)
+                memo = self._memos.setdefault(source, filememo.Memo())
+                outcome = await loop.run_in_executor(self._pool, inventory.check, source, overlay, memo)
                 self.publish(outcome, anchor, overlay)
             except Exception as exc:  # the editor keeps its server whatever the input
                 log.exception("check of %s failed", source)

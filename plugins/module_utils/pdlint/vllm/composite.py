@@ -104,6 +104,8 @@ def wrapper(name: str | None, module_path: str | None, at: Release) -> str | Non
 
 
 def is_composite(inst: Instance) -> bool:
+    if not inst.module_path and inst.connector != MULTI:
+        return False  # what wrapper() answers without the release lookup: asked ~35 times per instance
     return wrapper(inst.connector, inst.module_path, release(inst)) is not None
 
 

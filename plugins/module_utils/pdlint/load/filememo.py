@@ -1,0 +1,139 @@
+"""What the preflight scan and the fast loader make of each file, reused while the file's content is the same.
+
+Two levels of one memo: in memory (the language server keeps one between requests: scans and variables) and
+on disk (the CLI reads one bundle per inventory and writes it back: the scans only, since rebuilding 10,000
+files' values and origins from disk costs as much as composing them again: 1.0 s against 0.75 s measured at
+10,000 hosts, see bench/RESULTS.md). Each entry is keyed by the file's path and a digest of its
+bytes: the preflight reads every file anyway (bounded, and an editor's unsaved buffer in place of the file), so
+keying by content costs one hash and sees every edit, even one that keeps size and mtime (git's "racy clean").
+The limits and the working directory (origins are printed relative to it) are part of the key; the store adds
+pdlint's code. Only clean results are kept: a file that is refused, has a syntax error or holds something the
+fast loader does not model is recomputed every time, so every error comes from the same code as without the memo.
+"""
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ..finding import Finding, Origin
+from .fast_values import Var
+from .guard import Limits
+
+Scan = tuple[list[Finding], list[str]]  # duplicate-key warnings, top-level keys
+
+
+def digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+class Memo:
+    """Per-file results, one entry per path (the latest content seen): an edit replaces it, nothing piles up."""
+
+    def __init__(self, slot: str | None = None) -> None:
+        self.slot = slot  # the on-disk bundle this memo is read from and written to; None: memory only
+        self.keeps_variables = slot is None  # a bundle stores scans only: holding values for it would cost memory
+        self.scans: dict[str, tuple[bytes, tuple[Any, ...], str, Scan]] = {}
+        self.vars: dict[str, tuple[bytes, str, str, dict[str, Var]]] = {}
+        self.changed = False
+        self.used: set[str] = set()
+
+    # ---- the preflight's event scan of one file ----------------------------------------------------------
+
+    def scan(self, path: str, key: bytes, limits: Limits) -> Scan | None:
+        found = self.scans.get(path)
+        self.used.add(path)
+        if found is None or found[0] != key or found[1] != _limits(limits) or found[2] != os.getcwd():
+            return None
+        return found[3]
+
+    def put_scan(self, path: str, key: bytes, limits: Limits, scan: Scan) -> None:
+        self.scans[path] = (key, _limits(limits), _cwd(), scan)
+        self.used.add(path)
+        self.changed = True
+
+    # ---- a vars file's variables, values with origins -------------------------------------------------------
+
+    def known(self, path: str, key: bytes) -> bool:
+        """Whether path's variables were read from this content (it composed cleanly then, and will again)."""
+        found = self.vars.get(path)
+        self.used.add(path)
+        return found is not None and found[0] == key and found[2] == os.getcwd()
+
+    def variables(self, path: str, key: bytes, shown: str) -> dict[str, Var] | None:
+        found = self.vars.get(path)
+        self.used.add(path)
+        if found is None or found[0] != key or found[1] != shown or found[2] != os.getcwd():
+            return None
+        return found[3]
+
+    def put_variables(self, path: str, key: bytes, shown: str, data: dict[str, Var]) -> None:
+        if not self.keeps_variables:
+            return
+        self.vars[path] = (key, shown, _cwd(), data)
+        self.used.add(path)
+
+    # ---- on disk --------------------------------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write the bundle back when something changed, without the files this run no longer walked."""
+        if self.slot is None or not (self.changed or not self.used.issuperset(self.scans)):
+            return
+        from . import store
+
+        enabled = gc.isenabled()
+        gc.disable()  # a collection per few hundred tuples built would rescan the whole heap of parsed values
+        try:
+            scans = {p: (k, lim, cwd, ([_row(f) for f in dups], list(top)))
+                     for p, (k, lim, cwd, (dups, top)) in self.scans.items() if p in self.used}
+        finally:
+            if enabled:
+                gc.enable()
+        store.write(self.slot, ("files", scans), folder())
+
+
+def folder() -> str:
+    """Beside the run results, in a folder of its own."""
+    from . import store
+
+    return os.path.join(store.directory(), "files")
+
+
+def on_disk(sources: Sequence[str]) -> Memo:
+    """The memo stored for these sources (empty when absent, damaged or made by other code)."""
+    from . import store
+
+    memo = Memo(store.name("files", tuple(sources), os.getcwd()))
+    data = store.read(memo.slot, folder())  # type: ignore[arg-type]
+    try:
+        if isinstance(data, tuple) and len(data) == 2 and data[0] == "files":
+            memo.scans = {p: (k, lim, cwd, ([_finding(r) for r in dups], list(top)))
+                          for p, (k, lim, cwd, (dups, top)) in data[1].items()}
+    except (TypeError, ValueError, AttributeError):
+        memo.scans = {}
+    return memo
+
+
+def _cwd() -> str:
+    """The working directory, one string object per directory (marshal writes a shared object once)."""
+    cwd = os.getcwd()
+    return _CWDS.setdefault(cwd, cwd)
+
+
+_CWDS: dict[str, str] = {}
+
+
+def _limits(limits: Limits) -> tuple[Any, ...]:
+    return (limits.max_file_bytes, limits.max_depth, limits.max_nodes, limits.max_files)
+
+
+def _row(f: Finding) -> tuple[Any, ...]:
+    o = f.origin
+    return (o.file, o.line, o.column, f.rule, f.severity, f.message, f.hint, tuple(f.hosts), f.deployment)
+
+
+def _finding(row: tuple[Any, ...]) -> Finding:
+    file, line, column, rule, severity, message, hint, hosts, deployment = row
+    return Finding(Origin(file, line, column), rule, severity, message, hint, tuple(hosts), deployment)
