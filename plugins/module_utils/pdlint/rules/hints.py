@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
-from ..model import Engine, Instance
+from ..model import Engine
 from ..vllm import pair as vpair
 from ..vllm import parallel
 from ..vllm.registry import nearest
@@ -12,13 +13,12 @@ from .base import words
 _LIMIT = 256  # the largest TP size a hint considers
 
 
-def _fits(inst: Instance, tp: int) -> bool:
+def _fits(side: vpair.Side, tp: int, gpus: int | None, dp_local: int, nnodes: int) -> bool:
     """The engine passes its own checks at TP tp: heads, KV-head split, and the node's GPUs."""
-    facts = inst.facts
-    if not (parallel.heads_ok(tp, facts.heads) and parallel.kv_split_ok(tp, facts.kv_heads, facts.mla)):
+    if not (parallel.heads_ok(tp, side.heads) and parallel.kv_split_ok(tp, side.kv_heads, side.mla)):
         return False
-    if inst.gpu_count is not None:
-        return tp * inst.pp * inst.dp_local <= inst.gpu_count * max(inst.nnodes, 1)
+    if gpus is not None:
+        return tp * side.pp * dp_local <= gpus * max(nnodes, 1)
     return True
 
 
@@ -32,19 +32,26 @@ def valid_tp(engine: Engine, side: vpair.Side, other: vpair.Side, near: int) -> 
     return nearest(sorted(candidates(engine, side, other)), near)
 
 
-def candidates(engine: Engine, side: vpair.Side, other: vpair.Side) -> set[int]:
+def candidates(engine: Engine, side: vpair.Side, other: vpair.Side) -> frozenset[int]:
     """Every TP size for side that passes the engine's own checks and leaves the pair no TP problem."""
     lead = engine.lead
+    return _candidates(side, other, lead.gpu_count, lead.dp_local, lead.nnodes)
+
+
+@functools.lru_cache(maxsize=4096)
+def _candidates(side: vpair.Side, other: vpair.Side, gpus: int | None, dp_local: int,
+                nnodes: int) -> frozenset[int]:
+    # Asked once per finding and per instance of a pair (hints, tp[*] hints): the search is 256 pair checks.
     now = vpair.problems(*((side, other) if side.role == "prefill" else (other, side)))
     remaining = frozenset(pr.rule for pr in now if not pr.tp_fix)
     found = []
     for tp in range(1, _LIMIT + 1):
-        if not _fits(lead, tp):
+        if not _fits(side, tp, gpus, dp_local, nnodes):
             continue
         moved = dataclasses.replace(side, tp=tp)
         if _solves(vpair.problems(*((moved, other) if side.role == "prefill" else (other, moved))), remaining):
             found.append(tp)
-    return set(found)
+    return frozenset(found)
 
 
 def tp_hint(p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side) -> str | None:

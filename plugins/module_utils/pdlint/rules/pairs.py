@@ -78,7 +78,7 @@ def paired_tp(topo: Topology, inst: Instance) -> set[int] | None:
     found: set[int] | None = None
     for p, d, sp, sd, _ in checked(topo):
         for engine, side, other in ((p, sp, sd), (d, sd, sp)):
-            if inst in engine.instances:
+            if any(i is inst for i in engine.instances):  # identity: Instance equality compares every field
                 ok = candidates(engine, side, other)
-                found = ok if found is None else found & ok
+                found = set(ok) if found is None else found & ok
     return found
