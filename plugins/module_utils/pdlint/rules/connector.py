@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from ..model import Instance, Topology
 from ..vllm import composite, external, hma, mooncake, moriio_config, p2p, view
 from ..vllm import registry as connectors
-from ..vllm.releases import DEFAULT, NEWEST, Release, resolve
+from ..vllm.releases import Release
 from .base import Hit, hit, rule, words
 
 _MORIIO_INTS = ("http_port", "handshake_port", "notify_port", "proxy_ping_port",
@@ -61,7 +61,7 @@ def unknown(topo: Topology) -> Iterator[Hit]:
         name = inst.connector
         if not name or not isinstance(name, str) or not inst.knows("kv_connector", "version", "env"):
             continue
-        release = connectors.release_of(inst) or NEWEST
+        release = connectors.release(inst)
         use_v1 = str(inst.env.get("VLLM_USE_V1", "1")).strip() != "0"
         if connectors.usable(name, release, use_v1):
             continue
@@ -124,7 +124,7 @@ def out_of_tree(topo: Topology) -> Iterator[Hit]:
     for inst in topo.instances:
         if not inst.knows("kv_connector", "kv_connector_module_path", "kv_connector_extra_config", "version"):
             continue
-        release = connectors.release_of(inst) or NEWEST
+        release = connectors.release(inst)
         own = [(inst.connector, inst.module_path, "kv_connector")]
         kids = [(c.connector, c.module_path, f"child {c.index} of {inst.connector}")
                 for c in composite.children(inst)]
@@ -159,14 +159,14 @@ def _unknown_hint(inst: Instance, name: str, release: Release, v0: bool) -> str:
 
 def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     """(extra key, message, hint) for each setting MoRIIOConnector of the instance's release cannot use."""
-    release = resolve(inst.version).release or DEFAULT
+    release = connectors.release(inst)
     return moriio_config.config_problems(composite.effective(inst).extra, release, inst.port)
 
 
 def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     kind = view.kind(inst)
     extra = composite.effective(inst).extra  # a composite's settings that matter are its transfer child's
-    release = connectors.release_of(inst) or NEWEST
+    release = connectors.release(inst)
     if inst.module_path == "" and inst.connector:
         empty = connectors.empty_module_path(inst.connector, release)
         if empty:

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import moriio_config, view
-from ..vllm.releases import DEFAULT, resolve
+from ..vllm import moriio_config, registry, view
 from ..model import Topology
 from .base import Hit, hit, rule
 
@@ -60,7 +59,7 @@ def ignored(topo: Topology) -> Iterator[Hit]:
     for inst in topo.instances:
         if view.kind(inst) not in ("moriio", None):
             continue
-        release = resolve(inst.version).release or DEFAULT
+        release = registry.release(inst)
         for name, key in moriio_config.ignored_env(inst.env, release):
             yield hit(inst, (f"env.{name}",), f"{name} is ignored by vLLM {release} (read until 0.22.1)",
                       f"set kv_connector_extra_config.{key} instead")

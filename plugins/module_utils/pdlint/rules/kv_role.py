@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from ..model import Topology
 from ..spec import KV_ROLES
 from ..vllm import composite, kvconfig, registry as connectors, view
-from ..vllm.releases import NEWEST
 from ..show import yaml_text
 from .base import Hit, hit, rule
 
@@ -48,7 +47,7 @@ def missing(topo: Topology) -> Iterator[Hit]:
     """
     for inst in topo.instances:
         if inst.connector and inst.kv_role is None and inst.knows("kv_role", "kv_connector", "version"):
-            release = connectors.release_of(inst) or NEWEST
+            release = connectors.release(inst)
             yield hit(inst, ("kv_connector", "kv_transfer_config"), "kv_connector is set but kv_role is not: "
                       f"vLLM {release} refuses to start (\"{kvconfig.ROLE_REQUIRED.at(release)}\")",
                       f"add kv_role: {_RIGHT[inst.role]} to vllm_kv_transfer_config")
@@ -88,7 +87,7 @@ def invalid(topo: Topology) -> Iterator[Hit]:
     """
     for inst in topo.instances:
         if inst.kv_role is not None and inst.kv_role not in KV_ROLES:
-            release = connectors.release_of(inst) or NEWEST
+            release = connectors.release(inst)
             yield hit(inst, ("kv_role",), f"kv_role {yaml_text(inst.kv_role)} is not one of {', '.join(KV_ROLES)}: "
                       f"vLLM {release} refuses to start ({kvconfig.ROLE_INVALID.at(release)})",
                       f"use kv_role: {_RIGHT[inst.role]}")

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from ..vllm import hma as hybrid  # the rule below is called hma
 from ..vllm import composite, nixl_channel, view
 from ..vllm import registry as connectors
-from ..vllm.releases import DEFAULT, Release
+from ..vllm.releases import Release
 from ..model import Instance, Topology
 from .base import Hit, hit, rule
 from .pairs import pairs, problem_hits
@@ -15,8 +15,7 @@ _DTYPE = {"half": "float16", "float": "float32"}
 _PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
 
 
-def _release(inst: Instance) -> Release:
-    return connectors.release_of(inst) or DEFAULT
+_release = connectors.release
 
 
 def _nixl_checkers(lp: Instance, ld: Instance) -> tuple[Instance, ...]:

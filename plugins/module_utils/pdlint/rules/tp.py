@@ -17,10 +17,6 @@ def _divisors_near(total: int, near: int) -> list[int]:
     return nearest([n for n in range(1, total + 1) if total % n == 0], near)
 
 
-def _kv_split_ok(tp: int, kv_heads: int) -> bool:
-    return parallel.kv_split_ok(tp, kv_heads, False)
-
-
 def _hint(topo: Topology, inst: Instance, alone: list[int]) -> str | None:
     """TP sizes that also pass every P/D pair the instance is in (its release's checks); alone otherwise."""
     paired = paired_tp(topo, inst)
@@ -91,10 +87,11 @@ def kv_heads(topo: Topology) -> Iterator[Hit]:
     """
     for inst in topo.instances:
         k = inst.facts.kv_heads
-        if k and inst.facts.mla is False and inst.knows("tensor_parallel_size") and not _kv_split_ok(inst.tp, k):
+        if (k and inst.facts.mla is False and inst.knows("tensor_parallel_size")
+                and not parallel.kv_split_ok(inst.tp, k, False)):
             how = "replicate" if inst.tp >= k else "split"
-            valid = [n for n in range(1, 2 * max(k, inst.tp) + 1) if _kv_split_ok(n, k)
-                     and (not inst.facts.heads or inst.facts.heads % n == 0)]
+            valid = [n for n in range(1, 2 * max(k, inst.tp) + 1)
+                     if parallel.kv_split_ok(n, k, False) and parallel.heads_ok(n, inst.facts.heads)]
             yield hit(inst, ("tensor_parallel_size",),
                       f"TP {inst.tp} cannot {how} the model's {k} KV heads evenly",
                       _hint(topo, inst, nearest(valid, inst.tp)))

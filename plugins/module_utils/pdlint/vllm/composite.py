@@ -15,7 +15,7 @@ from typing import Any
 from ..model import Instance
 from . import external, registry
 from .history import history
-from .releases import NEWEST, Release, Timeline
+from .releases import Release, Timeline
 
 MULTI = "MultiConnector"
 _M = "kv_connector/v1/multi_connector.py"
@@ -90,7 +90,7 @@ def _port(value: Any) -> int | None:
 
 
 def release(inst: Instance) -> Release:
-    return registry.release_of(inst) or NEWEST
+    return registry.release(inst)
 
 
 def wrapper(name: str | None, module_path: str | None, at: Release) -> str | None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 from ..model import Instance
 from . import composite, external
 from .composite import HMA, MULTI, children, children_hma, class_hma, is_composite
-from .registry import HMA_DEFAULT, registered, release_of, supports_hma
-from .releases import NEWEST
+from .registry import HMA_DEFAULT, registered, supports_hma
+from .registry import release as registry_release
 
 
 def enabled(inst: Instance) -> bool:
     """Whether the engine runs the hybrid KV cache manager (VllmConfig.__post_init__ of its release, HMA_DEFAULT)."""
-    release = release_of(inst) or NEWEST
+    release = registry_release(inst)
     mode = HMA_DEFAULT.at(release)
     if mode == "absent" or inst.connector and mode == "forced-off":
         return False
@@ -23,14 +23,14 @@ def enabled(inst: Instance) -> bool:
 
 def known(inst: Instance) -> bool:
     """enabled() is decided: not an unset flag resolved by an out-of-tree class pdlint cannot see."""
-    release = release_of(inst) or NEWEST
+    release = registry_release(inst)
     return (inst.disable_hma is not None or not inst.connector or HMA_DEFAULT.at(release) != "by-connector"
             or composite.supports_hma(inst) is not None)
 
 
 def rejected(inst: Instance) -> bool:
     """HMA explicitly on with a connector that lacks SupportsHMA: factory.py create_connector's ValueError."""
-    release = release_of(inst) or NEWEST
+    release = registry_release(inst)
     if inst.connector is None or HMA_DEFAULT.at(release) not in ("off-unless-set", "by-connector") \
             or inst.disable_hma is not False:
         return False

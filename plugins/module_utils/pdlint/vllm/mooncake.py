@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from .history import history
 from .pair import Problem, Side, family
+from .parallel import tp_ratio_ok
 from .releases import R, Release, Timeline
 
 _OLD = "kv_connector/v1/mooncake_connector.py"  # 0.13.0 - 0.15.x
@@ -122,7 +123,7 @@ def _tp(p: Side, d: Side) -> Iterator[Problem]:
     mode, step = TP.at(release), TP.step(release)
     if p.tp == d.tp:
         return
-    whole = max(p.tp, d.tp) % min(p.tp, d.tp) == 0
+    whole = tp_ratio_ok(p.tp, d.tp)
     big, small = ("decode", "prefill") if d.tp > p.tp else ("prefill", "decode")
     numbers = f"{big} TP {max(p.tp, d.tp)} and {small} TP {min(p.tp, d.tp)}"
     if mode == "unchecked":
@@ -166,7 +167,7 @@ def _blocks_and_regions(p: Side, d: Side) -> Iterator[Problem]:
                       "pairs blocks one to one, so block sizes must be equal" + tail, BLOCKS.step(release).source,
                       hint=f"use block size {p.block_size} on decode", tp_fix=False)
         return
-    if p.tp == d.tp or TP.at(d.release) != "ratio" or max(p.tp, d.tp) % min(p.tp, d.tp):
+    if p.tp == d.tp or TP.at(d.release) != "ratio" or not tp_ratio_ok(p.tp, d.tp):
         return  # unequal-TP failures of older releases and non-whole ratios are _tp's
     error = region_error(p, d, release)
     if error:

@@ -13,6 +13,7 @@ from typing import Any
 
 from .history import history
 from .pair import Problem, Side, family
+from .parallel import tp_ratio_ok
 from .releases import Release, Timeline
 
 _C = "kv_connector/v1/moriio/moriio_connector.py"
@@ -209,7 +210,7 @@ def _read(p: Side, d: Side) -> Iterator[Problem]:
                           f"decode rank r with prefill rank r (vLLM {rel} does not check this: the transfer reads "
                           "the wrong KV or hangs)", READ_TP.step(rel).source)
         return
-    if max(p.tp, d.tp) % min(p.tp, d.tp):
+    if not tp_ratio_ok(p.tp, d.tp):
         if d.tp > p.tp:
             message = f"decode TP {d.tp} is not a multiple of prefill TP {p.tp} (MoRIIO needs {d.tp}/{p.tp} acks)"
         else:
@@ -244,7 +245,7 @@ def _write(p: Side, d: Side) -> Iterator[Problem]:
                            "in kv_transfer_params")
     if p.tp == d.tp:
         return
-    if WRITE_PEER_TP.at(rel) == "default-equal" and max(p.tp, d.tp) % min(p.tp, d.tp):
+    if WRITE_PEER_TP.at(rel) == "default-equal" and not tp_ratio_ok(p.tp, d.tp):
         error = (f"remote tp_size {d.tp} must be a multiple of local tp_size {p.tp}" if d.tp > p.tp else
                  f"local tp_size {p.tp} must be a multiple of remote tp_size {d.tp}")
         message = (f"MoRIIO write mode{_mode_note(p)} with prefill TP {p.tp} and decode TP {d.tp}: the prefill "

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from .history import history
 from .pair import Problem, Side, family
+from .parallel import tp_ratio_ok
 from .releases import R, Timeline
 
 _OLD = "v1/nixl_connector.py NixlConnectorWorker"
@@ -115,9 +116,6 @@ def is_push(side: Side) -> bool:
     return side.connector == "NixlPushConnector"
 
 
-def _ratio_ok(a: int, b: int) -> bool:
-    return max(a, b) % min(a, b) == 0
-
 
 def checker(p: Side, d: Side) -> Side:
     """The side whose release runs the handshake checks: decode in pull mode, prefill in push mode."""
@@ -153,7 +151,7 @@ def tp_ratio(p: Side, d: Side) -> Iterator[Problem]:
         what = "is smaller than" if smaller else "is not a multiple of"
         msg = (f"decode TP {d.tp} {what} prefill TP {p.tp}: NIXL in vLLM {rel} only reads from a prefill TP "
                f"that divides decode TP ({said})")
-    elif how == "either" and not _ratio_ok(p.tp, d.tp):
+    elif how == "either" and not tp_ratio_ok(p.tp, d.tp):
         big, small = ("decode", "prefill") if d.tp > p.tp else ("prefill", "decode")
         msg = (f"{big} TP {max(p.tp, d.tp)} is not a multiple of {small} TP {min(p.tp, d.tp)}: NIXL in vLLM {rel} "
                "pairs ranks by whole ratios")

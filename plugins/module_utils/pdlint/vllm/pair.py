@@ -14,7 +14,7 @@ from typing import Any
 
 from ..model import Instance
 from . import composite, hma, registry
-from .releases import DEFAULT, Release, resolve
+from .releases import Release
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Side:
     @classmethod
     def of(cls, inst: Instance) -> Side:
         """The engine as its transfer connector sees it: a composite's transfer child (composite.py), else itself."""
-        release = resolve(inst.version).release or DEFAULT
+        release = registry.release(inst)
         view = composite.effective(inst)
         disable = inst.disable_hma if inst.disable_hma is not None or view is inst else not hma.enabled(inst)
         return cls(

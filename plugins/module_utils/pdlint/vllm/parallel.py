@@ -46,3 +46,8 @@ def rank_devices(tp: int, pp: int, dp_local: int, nnodes: int, node_rank: int,
             name = str(slot) if visible is None else (visible[slot] if slot < len(visible) else None)
             devices.append((dp_index, rank // tp, rank % tp, name))
     return devices
+
+
+def tp_ratio_ok(a: int, b: int) -> bool:
+    """The larger TP is a multiple of the smaller: the whole-ratio rank maps (NIXL, Mooncake, MoRIIO) need it."""
+    return max(a, b) % min(a, b) == 0

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from ..model import Instance
 from . import composite, mooncake, moriio_config, nixl_channel
 from . import registry as connectors
-from .releases import DEFAULT, NEWEST, resolve
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +40,7 @@ def _connector(inst: Instance) -> Iterator[Bind]:
     kind = connectors.registry_kind(inst)
     if kind == "nixl":
         # Per release (nixl_channel.SIDE_CHANNEL): per worker before 0.11.1, then one listener per engine core.
-        release = connectors.release_of(inst) or DEFAULT
+        release = connectors.release(inst)
         base = connectors.env_int(inst, "VLLM_NIXL_SIDE_CHANNEL_PORT", nixl_channel.default_side_channel_port(release))
         if base is not None:
             for port, what in nixl_channel.side_channel_ports(release, base, inst.dp_start, inst.dp_local, inst.tp):
@@ -49,7 +48,7 @@ def _connector(inst: Instance) -> Iterator[Bind]:
     elif kind == "moriio":
         # moriio_config.listeners: base + DP rank + TP rank (global DP rank before 0.28.0, pod-local after);
         # MoRIIO ignores PP, so every PP stage binds the same ports.
-        release = resolve(inst.version).release or DEFAULT
+        release = connectors.release(inst)
         for key, default in (("handshake_port", moriio_config.DEFAULT_HANDSHAKE_PORT),
                              ("notify_port", moriio_config.DEFAULT_NOTIFY_PORT)):
             base = _as_port(inst.extra.get(key), default)
@@ -72,7 +71,7 @@ def _mooncake(inst: Instance) -> Iterator[Bind]:
     """Mooncake's listeners on a prefill (non-consumer) engine: per worker before 0.16.0, one bootstrap server after."""
     if inst.kv_role == "kv_consumer":
         return  # `if not self.is_kv_consumer` (kv_role != "kv_consumer" in 0.13.0 - 0.15.x): kv_both binds too
-    release = connectors.release_of(inst) or NEWEST
+    release = connectors.release(inst)
     port = connectors.env_int(inst, "VLLM_MOONCAKE_BOOTSTRAP_PORT", connectors.MOONCAKE_BOOTSTRAP_PORT)
     if port is None:
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 
 from ..model import Instance
-from .releases import NEWEST, R, Release, Timeline, resolve, spans_of
+from .releases import DEFAULT, NEWEST, R, Release, Timeline, resolve, spans_of
 
 _F = "kv_connector/factory.py, KVConnectorFactory.register_connector calls"
 _V0 = ("PyNcclConnector", "MooncakeConnector", "LMCacheConnector", "MooncakeStoreConnector")
@@ -155,7 +155,7 @@ def canonical(name: str | None, release: Release = NEWEST) -> str | None:
 
 def same_class(a: str | None, b: str | None, ia: Instance, ib: Instance) -> bool:
     """Two kv_connector names give one class, each side resolving aliases in its own release (ALIASES)."""
-    return canonical(a, release_of(ia) or NEWEST) == canonical(b, release_of(ib) or NEWEST)
+    return canonical(a, release(ia)) == canonical(b, release(ib))
 
 
 def kind_of(name: str | None) -> str | None:
@@ -172,6 +172,11 @@ def registry_kind(inst: Instance) -> str | None:
 def release_of(inst: Instance) -> Release | None:
     """The release whose behaviour applies to the instance (None: its vllm_version is unparsable)."""
     return resolve(inst.version).release
+
+
+def release(inst: Instance) -> Release:
+    """The release whose rules apply to the instance: its own, or the default where vllm_version is unparsable."""
+    return resolve(inst.version).release or DEFAULT
 
 
 def registered(name: str, release: Release = NEWEST) -> bool:
@@ -249,16 +254,8 @@ def env_int(inst: Instance, name: str, default: int) -> int | None:
     return int(value) if value.strip().isdigit() else None
 
 
-def tp_ratio_ok(a: int, b: int) -> bool:
-    """The larger TP must be a multiple of the smaller (NIXL, Mooncake, MoRIIO rank maps)."""
-    return max(a, b) % min(a, b) == 0
-
-
 def nearest(candidates: list[int], near: int, limit: int = 2) -> list[int]:
     """The limit candidates closest to near (ties: the larger), ascending: for "use TP 4 or 8" hints."""
     return sorted(sorted(candidates, key=lambda n: (abs(n - near), -n))[:limit])
 
 
-def nearest_valid(other: int, near: int, limit: int = 2) -> list[int]:
-    """TP sizes close to near whose ratio with other is whole (for hints)."""
-    return nearest([n for n in range(1, 2 * max(near, other) + 1) if tp_ratio_ok(n, other)], near, limit)
