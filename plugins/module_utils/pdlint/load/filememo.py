@@ -13,20 +13,18 @@ fast loader does not model is recomputed every time, so every error comes from t
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..finding import Finding, Origin
+from ..finding import Finding
 from .fast_values import Var
+from . import store
 from .guard import Limits
 
 Scan = tuple[list[Finding], list[str]]  # duplicate-key warnings, top-level keys
 
 
-def digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 class Memo:
@@ -81,12 +79,11 @@ class Memo:
         """Write the bundle back when something changed, without the files this run no longer walked."""
         if self.slot is None or not (self.changed or not self.used.issuperset(self.scans)):
             return
-        from . import store
 
         enabled = gc.isenabled()
         gc.disable()  # a collection per few hundred tuples built would rescan the whole heap of parsed values
         try:
-            scans = {p: (k, lim, cwd, ([_row(f) for f in dups], list(top)))
+            scans = {p: (k, lim, cwd, ([store.row(f) for f in dups], list(top)))
                      for p, (k, lim, cwd, (dups, top)) in self.scans.items() if p in self.used}
         finally:
             if enabled:
@@ -96,20 +93,18 @@ class Memo:
 
 def folder() -> str:
     """Beside the run results, in a folder of its own."""
-    from . import store
 
     return os.path.join(store.directory(), "files")
 
 
 def on_disk(sources: Sequence[str]) -> Memo:
     """The memo stored for these sources (empty when absent, damaged or made by other code)."""
-    from . import store
 
     memo = Memo(store.name("files", tuple(sources), os.getcwd()))
     data = store.read(memo.slot, folder())  # type: ignore[arg-type]
     try:
         if isinstance(data, tuple) and len(data) == 2 and data[0] == "files":
-            memo.scans = {p: (k, lim, cwd, ([_finding(r) for r in dups], list(top)))
+            memo.scans = {p: (k, lim, cwd, ([store.finding(r) for r in dups], list(top)))
                           for p, (k, lim, cwd, (dups, top)) in data[1].items()}
     except (TypeError, ValueError, AttributeError):
         memo.scans = {}
@@ -128,12 +123,3 @@ _CWDS: dict[str, str] = {}
 def _limits(limits: Limits) -> tuple[Any, ...]:
     return (limits.max_file_bytes, limits.max_depth, limits.max_nodes, limits.max_files)
 
-
-def _row(f: Finding) -> tuple[Any, ...]:
-    o = f.origin
-    return (o.file, o.line, o.column, f.rule, f.severity, f.message, f.hint, tuple(f.hosts), f.deployment)
-
-
-def _finding(row: tuple[Any, ...]) -> Finding:
-    file, line, column, rule, severity, message, hint, hosts, deployment = row
-    return Finding(Origin(file, line, column), rule, severity, message, hint, tuple(hosts), deployment)

@@ -258,7 +258,7 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
         text = guard.text_of(data, path, limits)
         found.texts[path] = text
         if memo is not None:
-            from .filememo import digest
+            from .store import digest
 
             found.digests[path] = digest(data)
         if path in inventory_set:

@@ -15,14 +15,13 @@ loader read every host alone.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..finding import Finding, Origin
+from ..finding import Finding
 from . import fast_config, preflight, store
 
 _RACY_NS = 2_000_000_000
@@ -55,7 +54,7 @@ class Entry:
 def _digest(path: str) -> bytes | None:
     try:
         with open(path, "rb") as fh:
-            return hashlib.blake2b(fh.read(), digest_size=16).digest()
+            return store.digest(fh.read())
     except OSError:
         return None
 
@@ -108,25 +107,6 @@ def entry(sources: Sequence[str], settings: tuple[Any, ...], limits: preflight.L
                  limits)
 
 
-def _finding(row: tuple[Any, ...]) -> Finding:
-    file, line, column, rule, severity, message, hint, hosts, deployment = row
-    return Finding(Origin(file, line, column), rule, severity, message, hint, tuple(hosts), deployment)
-
-
-def _row(f: Finding) -> tuple[Any, ...]:
-    """A finding as plain str/int/None (ansible-core's values are tagged subclasses, which marshal refuses)."""
-    o = f.origin
-
-    def text(v: Any) -> str | None:
-        return None if v is None else str(v)
-
-    def number(v: Any) -> int | None:
-        return None if v is None else int(v)
-
-    return (str(o.file), number(o.line), number(o.column), str(f.rule), str(f.severity), str(f.message),
-            text(f.hint), tuple(str(h) for h in f.hosts), text(f.deployment))
-
-
 def get(e: Entry) -> Outcome | None:
     """The stored outcome, if intact and every recently modified file still has the content it was stored with."""
     data = store.read(e.slot)
@@ -136,7 +116,7 @@ def get(e: Entry) -> Outcome | None:
         _, racy, findings, suppressed, hosts, deployments, assumed, notes = data
         if any(_digest(path) != digest for path, digest in racy):
             return None
-        return Outcome([_finding(r) for r in findings], [_finding(r) for r in suppressed], hosts, deployments,
+        return Outcome([store.finding(r) for r in findings], [store.finding(r) for r in suppressed], hosts, deployments,
                        assumed, list(notes))
     except (TypeError, ValueError):
         return None
@@ -153,7 +133,7 @@ def put(e: Entry, outcome: Outcome) -> None:
     racy = _racy(e.files, e.started)
     if current != e.files or racy != e.racy:
         return
-    store.write(e.slot, (e.key, racy, [_row(f) for f in outcome.findings], [_row(f) for f in outcome.suppressed],
+    store.write(e.slot, (e.key, racy, [store.row(f) for f in outcome.findings], [store.row(f) for f in outcome.suppressed],
                         outcome.hosts, outcome.deployments, outcome.assumed, list(outcome.notes)))
 
 

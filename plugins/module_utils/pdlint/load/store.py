@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import tempfile
 from typing import Any
+
+from ..finding import Finding, Origin
 
 _MAGIC = b"PDLINT-CACHE-1\n"
 _DIGEST = 32
@@ -82,6 +83,8 @@ def read(key: str, folder: str | None = None) -> Any:
 
 def write(key: str, value: Any, folder: str | None = None) -> None:
     """Store value under key, atomically; a cache that cannot be written is skipped silently."""
+    import tempfile  # only a write needs it (a cold run's import time)
+
     folder = folder or directory()
     try:
         payload = marshal.dumps(value)
@@ -96,3 +99,28 @@ def write(key: str, value: Any, folder: str | None = None) -> None:
             raise
     except (OSError, ValueError):
         pass
+
+
+def digest(data: bytes) -> bytes:
+    """The content digest both cache levels key and check by."""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def row(f: Finding) -> tuple[Any, ...]:
+    """A finding as plain str/int/None (ansible-core's values are tagged subclasses, which marshal refuses)."""
+    o = f.origin
+
+    def text(v: Any) -> str | None:
+        return None if v is None else str(v)
+
+    def number(v: Any) -> int | None:
+        return None if v is None else int(v)
+
+    return (str(o.file), number(o.line), number(o.column), str(f.rule), str(f.severity), str(f.message),
+            text(f.hint), tuple(str(h) for h in f.hosts), text(f.deployment))
+
+
+def finding(r: tuple[Any, ...]) -> Finding:
+    """The finding row() stored."""
+    file, line, column, rule, severity, message, hint, hosts, deployment = r
+    return Finding(Origin(file, line, column), rule, severity, message, hint, tuple(hosts), deployment)

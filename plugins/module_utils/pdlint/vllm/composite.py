@@ -136,8 +136,11 @@ def child_kind(child: Child, at: Release) -> str | None:
 
 def transfer(inst: Instance) -> Child | None:
     """The child that pairs prefill with decode: the first child of a P/D transfer family (TRANSFER)."""
+    kids = children(inst)
+    if not kids:
+        return None  # not a composite: the common case, asked by every pair rule
     at = release(inst)
-    return next((c for c in children(inst) if child_kind(c, at) in TRANSFER_KINDS), None)
+    return next((c for c in kids if child_kind(c, at) in TRANSFER_KINDS), None)
 
 
 def as_child(inst: Instance, child: Child) -> Instance:
