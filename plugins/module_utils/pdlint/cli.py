@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from . import NEWEST_VLLM, engine, listings, report, schema
 from . import config as configuration
 from .config import Config
-from .finding import Finding, Origin
-from .inputs import Unusable, inventory_for, prepare  # noqa: F401 - inventory_for: the hook's entry point
+from .finding import Finding
+from .inputs import Unusable, inventory_for, no_hosts, prepare  # noqa: F401 - inventory_for: the hook's entry point
 from .load import guard, runs, store
 from .options import parser
 
@@ -88,9 +88,7 @@ def _lint(args: argparse.Namespace) -> int:
             sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))
             return 2
         except _NoHosts:
-            empty = Finding(Origin(", ".join(sources)), "load-error", "error", "the inventory has no hosts",
-                            "name the inventory (or a file inside it) that defines the P/D hosts")
-            sys.stdout.write(report.REPORTERS[fmt]([*notes, empty], None))
+            sys.stdout.write(report.REPORTERS[fmt]([*notes, no_hosts(sources)], None))
             return 2
         findings.extend(outcome.findings)
         suppressed.extend(outcome.suppressed)

@@ -60,3 +60,8 @@ class HostVars:
 def is_relevant(name: str) -> bool:
     """Only these variables are read, kept and rendered."""
     return name.startswith(("vllm_", "pdlint_"))
+
+
+def is_template(text: str) -> bool:
+    """Whether Ansible would render text: any Jinja start string, comments included (they render to nothing)."""
+    return "{{" in text or "{%" in text or "{#" in text

@@ -12,15 +12,20 @@ from .config import Config, names
 from .finding import Finding, Origin
 from .hostvars import HostVars
 from .load import guard
+from .load.preflight import VARS_DIRS
 
-_VARS_DIRS = ("group_vars", "host_vars")
+
+def no_hosts(sources: list[str]) -> Finding:
+    """The load-error of an inventory without hosts (pdlint, explain and the language server say it alike)."""
+    return Finding(Origin(", ".join(sources)), "load-error", "error", "the inventory has no hosts",
+                   "name the inventory (or a file inside it) that defines the P/D hosts")
 
 
 def inventory_for(path: str) -> str:
     """The inventory a path belongs to: a group_vars/host_vars file names the directory above it."""
     p = Path(path)
     for parent in (p, *p.parents):
-        if parent.name in _VARS_DIRS:
+        if parent.name in VARS_DIRS:
             return str(parent.parent) if str(parent.parent) else "."
     return path
 
@@ -86,9 +91,7 @@ def load_group(args: argparse.Namespace, sources: list[str], notes: list[Finding
         fail([exc.finding])
         return None
     if not loaded:
-        empty = Finding(Origin(", ".join(sources)), "load-error", "error", "the inventory has no hosts",
-                        "name the inventory (or a file inside it) that defines the P/D hosts")
-        fail([*notes, empty])
+        fail([*notes, no_hosts(sources)])
         return None
     return loaded
 

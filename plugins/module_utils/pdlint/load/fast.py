@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ..finding import Finding, Origin
-from ..hostvars import HostVars, is_relevant
+from ..hostvars import HostVars, is_relevant, is_template
 from . import fast_config, fast_yaml, guard, preflight
 from . import roles, vars_files
 from .groups import invalid_names
@@ -248,7 +248,7 @@ class _VarsFiles:
 def _templated(value: Any) -> bool:
     """Whether Ansible would render it: any Jinja start string, comments included (they render to nothing)."""
     if isinstance(value, str):
-        return "{{" in value or "{%" in value or "{#" in value
+        return is_template(value)
     if isinstance(value, dict):
         return any(_templated(v) for v in value.values())
     if isinstance(value, list):

@@ -22,7 +22,7 @@ from .guard import Limits, Refused, refuse
 from .paths import display_path
 
 _YAML_EXT = (".yml", ".yaml", ".json")
-_VARS_DIRS = ("group_vars", "host_vars")
+VARS_DIRS = ("group_vars", "host_vars")
 # ansible-core's InventoryManager: IGNORED_ALWAYS and the INVENTORY_IGNORE_EXTS default.
 _IGNORED_NAMES = re.compile(r"^\.|^host_vars$|^group_vars$|^vars_plugins$")
 _IGNORED_EXTS = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst", ".orig", ".cfg", ".retry")
@@ -112,7 +112,7 @@ def _read(path: str, limits: Limits, overlay: Mapping[str, str] | None = None) -
 
 def _vars_files(base: str, walk: _Walk) -> Iterator[str]:
     """The files Ansible's host_group_vars plugin could read under base/group_vars and base/host_vars."""
-    for name in _VARS_DIRS:
+    for name in VARS_DIRS:
         root = os.path.join(base, name)
         if os.path.isdir(root):
             yield from _vars_tree(root, (), walk)

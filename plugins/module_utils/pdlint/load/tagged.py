@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..finding import Origin
-from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant
+from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant, is_template
 from .paths import display_path
 
 try:  # internal API of ansible-core 2.19+: origins are best effort
@@ -75,7 +75,7 @@ def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | 
     origin = origin_of(value)
     if origin is not None:
         origins[path] = origin
-    if render is not None and isinstance(value, str) and ("{{" in value or "{%" in value or "{#" in value):
+    if render is not None and isinstance(value, str) and is_template(value):
         rendered = render(value)
         if isinstance(rendered, Unresolved):
             return rendered

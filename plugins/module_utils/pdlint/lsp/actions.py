@@ -12,13 +12,13 @@ from collections.abc import Callable, Sequence
 
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
+from ..load.preflight import VARS_DIRS
 from ..model import Instance, Topology
 from . import text as tx
 
 # "use decode TP 4 or 8", "use TP 2, 4 or 8", "use kv_role: kv_consumer"
 _TP_HINT = re.compile(r"^use (?:(prefill|decode) )?TP ((?:\d+, )*\d+(?: or \d+)?)\b")
 _ROLE_HINT = re.compile(r"^use kv_role: (kv_producer|kv_consumer|kv_both)$")
-_VARS_DIRS = ("group_vars", "host_vars")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +98,7 @@ def value_actions(finding: Finding, topology: Topology, read: Read) -> list[Acti
 
 
 def _vars_file(path: str) -> bool:
-    return os.path.basename(os.path.dirname(os.path.abspath(path))) in _VARS_DIRS and path.endswith((".yml", ".yaml"))
+    return os.path.basename(os.path.dirname(os.path.abspath(path))) in VARS_DIRS and path.endswith((".yml", ".yaml"))
 
 
 def skip_file(finding: Finding, hosts: Sequence[HostVars]) -> str | None:

@@ -11,14 +11,13 @@ from .. import config as configuration
 from .. import configfile, engine
 from ..config import Config, ConfigError
 from ..finding import Finding, Origin
-from ..hostvars import HostVars
+from ..hostvars import HostVars, is_template
+from ..inputs import no_hosts
 from ..load import guard
-from ..load.preflight import LoadError
+from ..load.preflight import VARS_DIRS, LoadError
 from ..model import Topology
 
-_VARS_DIRS = ("group_vars", "host_vars")
 _INVENTORY_NAMES = ("hosts", "inventory")
-_JINJA = ("{{", "{%", "{#")
 
 
 def inventory_of(path: str) -> str | None:
@@ -30,9 +29,9 @@ def inventory_of(path: str) -> str | None:
     """
     p = Path(os.path.abspath(path))
     for parent in p.parents:
-        if parent.name in _VARS_DIRS:
+        if parent.name in VARS_DIRS:
             return str(parent.parent)
-    if any((p.parent / d).is_dir() for d in _VARS_DIRS):
+    if any((p.parent / d).is_dir() for d in VARS_DIRS):
         return str(p.parent)
     if p.suffix == ".ini" or p.stem.startswith(_INVENTORY_NAMES):
         return str(p)
@@ -74,12 +73,10 @@ def check(source: str, overlay: Mapping[str, str], memo: Any = None) -> Outcome:
     except LoadError as exc:
         return Outcome(source, failed=exc.finding)
     if not hosts:
-        empty = Finding(Origin(source), "load-error", "error", "the inventory has no hosts",
-                        "name the inventory (or a file inside it) that defines the P/D hosts")
-        return Outcome(source, failed=empty)
+        return Outcome(source, failed=no_hosts([source]))
     result = engine.lint(hosts, config)
     findings = sorted(configuration.apply(notes, config) + result.findings)
     why = fell[0] if fell else None
-    if why is None and any(t in text for text in overlay.values() for t in _JINJA):
+    if why is None and any(is_template(text) for text in overlay.values()):
         why = "hosts with Jinja templates are rendered by ansible-core"
     return Outcome(source, tuple(findings), tuple(hosts), result.topology, fell_back=why)
