@@ -57,6 +57,7 @@ class Preflight:
 class _Walk:
     limits: Limits
     seen: int = 0
+    stats: dict[str, os.stat_result] = dataclasses.field(default_factory=dict)  # each regular file's, as walked
 
     def entries(self, directory: str, chain: tuple[str, ...]) -> Iterator[tuple[str, tuple[str, ...]]]:
         """(path, chain of real directories) of a directory's entries, sorted; symlink loops refused."""
@@ -76,10 +77,12 @@ class _Walk:
             yield os.path.join(directory, name), (*chain, real)
 
 
-def _regular(path: str) -> bool:
-    """True for a regular file, False for a directory; anything else (FIFO, device, socket, dangling) refused."""
+def _regular(path: str, walk: _Walk | None = None) -> bool:
+    """True for a regular file, False for a directory; anything else (FIFO, device, socket, dangling) refused.
+    The walk keeps a regular file's stat, so fingerprints() does not ask again."""
     try:
-        mode = os.stat(path).st_mode
+        st = os.stat(path)
+        mode = st.st_mode
     except OSError as exc:
         kind = "symlink loop" if exc.errno == 40 else exc.strerror
         raise refuse(path, f"cannot read: {kind}") from None
@@ -88,6 +91,8 @@ def _regular(path: str) -> bool:
     if not stat.S_ISREG(mode):
         raise refuse(path, "not a regular file (FIFO, device or socket): not read",
                      "remove it from the inventory directory")
+    if walk is not None:
+        walk.stats[path] = st
     return True
 
 
@@ -100,11 +105,11 @@ def _read(path: str, limits: Limits, overlay: Mapping[str, str] | None = None) -
                          "raise the limit with --max-file-size if this file is genuine")
         return data
     try:
-        size = os.path.getsize(path)
-        if size > limits.max_file_bytes:
-            raise refuse(path, f"file is {size:,} bytes, over the {limits.max_file_bytes:,}-byte limit",
-                         "raise the limit with --max-file-size if this file is genuine")
         with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limits.max_file_bytes:
+                raise refuse(path, f"file is {size:,} bytes, over the {limits.max_file_bytes:,}-byte limit",
+                             "raise the limit with --max-file-size if this file is genuine")
             return fh.read(limits.max_file_bytes + 1)
     except OSError as exc:
         raise refuse(path, f"cannot read file: {exc.strerror}") from None
@@ -124,7 +129,7 @@ def _vars_tree(directory: str, chain: tuple[str, ...], walk: _Walk) -> Iterator[
         if name.startswith(".") or name.endswith("~"):
             continue
         ext = os.path.splitext(name)[1]
-        if not _regular(path):
+        if not _regular(path, walk):
             if not ext:
                 yield from _vars_tree(path, inner, walk)
         elif not ext or ext in _YAML_EXT:
@@ -142,7 +147,7 @@ def _inventory_files(directory: str, chain: tuple[str, ...], walk: _Walk) -> Ite
         name = os.path.basename(path)
         if ignored(name):
             continue
-        if _regular(path):
+        if _regular(path, walk):
             yield path
         else:
             yield from _inventory_files(path, inner, walk)
@@ -203,15 +208,15 @@ def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: b
             gc.enable()
 
 
-def _files(sources: Sequence[str], limits: Limits) -> tuple[list[str], list[str]]:
+def _files(sources: Sequence[str], limits: Limits, walk: _Walk | None = None) -> tuple[list[str], list[str]]:
     """The inventory files and the vars files of the sources, as Ansible would find them; Refused as check()."""
-    walk = _Walk(limits)
+    walk = walk or _Walk(limits)
     inventory: list[str] = []
     bases: list[str] = []
     for source in sources:
         if "," in source and not os.path.exists(source):
             continue  # a host list, not a path
-        if _regular(source):
+        if _regular(source, walk):
             inventory.append(source)
             bases.append(os.path.dirname(source))
         else:
@@ -227,10 +232,11 @@ def fingerprints(sources: Sequence[str], limits: Limits | None = None) -> list[S
     """(path, mode, size, mtime_ns, ctime_ns, inode, device) of every file check() reads, in its order: what
     a cached result of these sources depends on. None where check() would refuse something (it says why)."""
     try:
-        inventory, vars_files = _files(sources, limits or Limits())
+        walk = _Walk(limits or Limits())
+        inventory, vars_files = _files(sources, walk.limits, walk)
         found = []
         for path in inventory + vars_files:
-            st = os.stat(path)
+            st = walk.stats.get(path) or os.stat(path)
             found.append((path, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev))
         return found
     except (Refused, OSError):
