@@ -1,6 +1,7 @@
 """Positions in editor text: pdlint's 1-based line:column (code points) to LSP's 0-based UTF-16 ranges."""
 from __future__ import annotations
 
+import functools
 import re
 
 # A scalar as written at a value's position: quoted, or plain up to a comment, a flow indicator or the line's end.
@@ -9,8 +10,14 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\']|\'\')*\'|[^\s,\]}#][^,\]}#]*?
 
 def line_of(text: str, line: int) -> str:
     """The 1-based line of text ('' past the end)."""
-    lines = text.splitlines()
+    lines = _lines(text)
     return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+@functools.lru_cache(maxsize=64)
+def _lines(text: str) -> tuple[str, ...]:
+    # Asked once per diagnostic and related location of a file: split each text once (str hashes are cached).
+    return tuple(text.splitlines())
 
 
 def utf16(line: str, column: int) -> int:
