@@ -5,6 +5,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..finding import Finding
 from ..model import Deployment, Engine, Topology
+from ..rules.pairs import checked
 from ..vllm import moriio, nixl, parallel, ports, ranks, registry
 from ..vllm import pair as vpair
 from ..vllm.releases import DEFAULT, resolve
@@ -18,18 +19,24 @@ def explain(topology: Topology, findings: Sequence[Finding]) -> Explanation:
     by_dep: dict[str | None, list[Finding]] = {}
     for f in findings:
         by_dep.setdefault(f.deployment, []).append(f)
-    deployments = tuple(_deployment(dep, by_dep.pop(dep.name, [])) for dep in topology.deployments)
+    # The pairs the rules checked, with their Sides and problems: explain shows what the rules judged.
+    judged = {(id(p), id(d)): (sp, sd, problems) for p, d, sp, sd, problems in checked(topology)}
+    deployments = tuple(_deployment(dep, by_dep.pop(dep.name, []), judged) for dep in topology.deployments)
     loose = tuple(sorted(f for fs in by_dep.values() for f in fs))
     return Explanation(deployments, loose)
 
 
-def _deployment(dep: Deployment, findings: list[Finding]) -> DeploymentView:
+Judged = dict[tuple[int, int], tuple[vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]]
+
+
+def _deployment(dep: Deployment, findings: list[Finding], judged: Judged) -> DeploymentView:
     engines = (*dep.prefill, *dep.decode)
     left = list(findings)
     pairs = []
     for p, d in dep.pairs():
-        sp, sd = vpair.Side.of(p.lead), vpair.Side.of(d.lead)
-        problems = vpair.problems(sp, sd) if sp.connector == sd.connector else ()
+        found = judged.get((id(p), id(d)))
+        # A pair the rules do not check (another class on each side, unknown values): shown, with no problems.
+        sp, sd, problems = found if found else (vpair.Side.of(p.lead), vpair.Side.of(d.lead), ())
         rules = {pr.rule for pr in problems} | set(_PAIR_RULES)
         mine = _take(left, lambda f, rules=rules, p=p, d=d: f.rule in rules and _touches(f, p) and _touches(f, d))
         pairs.append(_pair(p, d, sp, sd, mine))
