@@ -59,6 +59,9 @@ class Instance:
     skip: frozenset[str] = frozenset()
     origins: Mapping[str, Origin] = dataclasses.field(default_factory=dict)
     unresolved: frozenset[str] = frozenset()
+    # What the vllm layer derived from this (immutable) instance, asked ~35 times per instance by the rules:
+    # its effective connector, family, release. Not a field of the value: not compared, copied or shown.
+    memo: dict[str, Any] = dataclasses.field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def label(self) -> str:

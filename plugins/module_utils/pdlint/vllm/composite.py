@@ -111,12 +111,12 @@ def is_composite(inst: Instance) -> bool:
 
 def children(inst: Instance) -> tuple[Child, ...]:
     """The children the composite builds, in config order (empty for any other connector)."""
-    if not is_composite(inst):
-        return ()
-    items = inst.extra.get("connectors")
-    if not isinstance(items, list):
-        return ()
-    return tuple(_child(i, item) for i, item in enumerate(items) if isinstance(item, Mapping))
+    found = inst.memo.get("children")
+    if found is None:
+        items = inst.extra.get("connectors") if is_composite(inst) else None
+        found = inst.memo["children"] = tuple(_child(i, item) for i, item in enumerate(items)
+                                              if isinstance(item, Mapping)) if isinstance(items, list) else ()
+    return found
 
 
 def _child(index: int, item: Mapping[str, Any]) -> Child:
@@ -157,8 +157,11 @@ def as_child(inst: Instance, child: Child) -> Instance:
 
 def effective(inst: Instance) -> Instance:
     """inst as the pair rules see it: a composite's transfer child in place of the wrapper; others unchanged."""
-    child = transfer(inst)
-    return inst if child is None else as_child(inst, child)
+    found = inst.memo.get("effective")
+    if found is None:
+        child = transfer(inst)
+        found = inst.memo["effective"] = inst if child is None else as_child(inst, child)
+    return found
 
 
 def views(inst: Instance) -> tuple[Instance, ...]:

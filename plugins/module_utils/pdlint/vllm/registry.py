@@ -150,7 +150,18 @@ def documented(timeline: Timeline[frozenset[str]]) -> Timeline[frozenset[str]]:
 
 def canonical(name: str | None, release: Release = NEWEST) -> str | None:
     """The class a kv_connector name resolves to in release (aliases count as the same)."""
-    return ALIASES.at(release).get(name, name) if name else name
+    if not name:
+        return name
+    key = (name, release)
+    found = _CANONICAL.get(key)
+    if found is None:
+        if len(_CANONICAL) > 10_000:  # the names come from inventories: keep a long-running server's memo small
+            _CANONICAL.clear()
+        found = _CANONICAL[key] = ALIASES.at(release).get(name, name)
+    return found
+
+
+_CANONICAL: dict[tuple[str, Release], str] = {}
 
 
 def same_class(a: str | None, b: str | None, ia: Instance, ib: Instance) -> bool:
@@ -176,7 +187,10 @@ def release_of(inst: Instance) -> Release | None:
 
 def release(inst: Instance) -> Release:
     """The release whose rules apply to the instance: its own, or the default where vllm_version is unparsable."""
-    return resolve(inst.version).release or DEFAULT
+    found = inst.memo.get("release")
+    if found is None:
+        found = inst.memo["release"] = resolve(inst.version).release or DEFAULT
+    return found
 
 
 def registered(name: str, release: Release = NEWEST) -> bool:

@@ -8,7 +8,9 @@ from .registry import canonical, kind_of
 
 def kind(inst: Instance) -> str | None:
     """Connector family of an instance (see kind_of); of a composite, its transfer child's (composite.py)."""
-    return kind_of(composite.effective(inst).connector)
+    if "kind" not in inst.memo:
+        inst.memo["kind"] = kind_of(composite.effective(inst).connector)
+    return inst.memo["kind"]
 
 
 def is_push(inst: Instance) -> bool:
