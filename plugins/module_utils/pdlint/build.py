@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from . import NEWEST_VLLM, facts
-from .finding import Finding, Origin
+from .finding import UNKNOWN, Finding, Origin
 from .hostvars import HostVars, Unresolved
 from .model import Deployment, Engine, Instance, ModelFacts, Topology
 from .spec import BY_NAME, INT_FIELDS, MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
@@ -45,7 +45,13 @@ class _Source:
         key = host_var(name)
         return (key,) if key in self.hv.values else None
 
-    def get(self, name: str) -> tuple[Any, Origin | None]:
+    def get(self, name: str, key: str | None = None) -> tuple[Any, Origin | None]:
+        """name's value and origin (None, None: unset); key, its inventory name, saves the lookup."""
+        if self.index is None:  # a host's own variable: the common case, read directly
+            key = key or host_var(name)
+            if key not in self.hv.values:
+                return None, None
+            return self.hv.values[key], self.hv.origins.get((key,), UNKNOWN)
         where = self.path(name)
         if where is None:
             return None, None
@@ -78,10 +84,13 @@ def _int(value: Any, bounds: tuple[int, int | None] | None = None) -> int | None
     return value if low <= value and (high is None or value <= high) else None
 
 
+_BOUNDS = {name: int_bounds(BY_NAME[name].schema) for name in INT_FIELDS}
+
+
 def _coerce(name: str, value: Any) -> tuple[Any, bool]:
     """(value, usable); unusable values are the schema rule's to report."""
     if name in INT_FIELDS:
-        number = _int(value, int_bounds(BY_NAME[name].schema))
+        number = _int(value, _BOUNDS[name])
         return number, number is not None
     if name == "disable_hybrid_kv_cache_manager" or name in ("model_is_mla", "model_has_ssm"):
         return value, isinstance(value, bool)
@@ -110,32 +119,35 @@ def _unresolved(src: _Source, name: str, why: str, origin: Origin | None) -> Fin
     )
 
 
+# The contract variables _instance reads one by one (with their inventory names); kv_transfer_config and env
+# have readers of their own.
+_READ = tuple((v.name, host_var(v.name)) for v in VARIABLES if v.name not in ("kv_transfer_config", "env"))
+
+
 def _instance(src: _Source, problems: list[Finding]) -> Instance | None:
     hv = src.hv
     fields: dict[str, Any] = {}
     origins: dict[str, Origin] = {}
     unresolved: set[str] = set()
     fact_values: dict[str, Any] = {}
-    for var in VARIABLES:
-        if var.name in ("kv_transfer_config", "env"):
-            continue
-        value, origin = src.get(var.name)
-        if origin is not None and value is None and var.name == "port":
+    for name, key in _READ:
+        value, origin = src.get(name, key)
+        if origin is not None and value is None and name == "port":
             fields["port"], origins["port"] = None, origin  # explicit null: no API server (headless engine)
         if origin is None or value is None:
             continue
-        origins[var.name] = origin
+        origins[name] = origin
         if isinstance(value, Unresolved):
-            unresolved.add(var.name)
-            problems.append(_unresolved(src, var.name, value.reason, origin))
+            unresolved.add(name)
+            problems.append(_unresolved(src, name, value.reason, origin))
             continue
-        value, usable = _coerce(var.name, value)
+        value, usable = _coerce(name, value)
         if not usable:
-            unresolved.add(var.name)  # reported by the schema rule
-        elif var.name in _FIELDS:
-            fields[_FIELDS[var.name]] = value
-        elif var.name in _FACTS:
-            fact_values[_FACTS[var.name]] = value
+            unresolved.add(name)  # reported by the schema rule
+        elif name in _FIELDS:
+            fields[_FIELDS[name]] = value
+        elif name in _FACTS:
+            fact_values[_FACTS[name]] = value
     if fields.get("role") not in ("prefill", "decode"):
         return None
     if "deployment" not in fields and "pd_deployment" not in unresolved:

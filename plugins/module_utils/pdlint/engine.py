@@ -16,7 +16,8 @@ from .suppress import named  # noqa: F401 - rule-or-family matching, used by the
 
 
 def _schema(hosts: Sequence[HostVars]) -> list[Finding]:
-    return [f for hv in hosts for f in schema.check(hv)]
+    seen: schema.Seen = {}
+    return [f for hv in hosts for f in schema.check(hv, seen)]
 
 
 def merge(findings: Iterable[Finding]) -> list[Finding]:

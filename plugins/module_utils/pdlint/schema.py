@@ -145,23 +145,29 @@ def _hint(value: Any) -> str | None:
     return None
 
 
-_SEEN: dict[tuple[str, str], list[Problem]] = {}
+_SEEN: dict[tuple[Any, ...], list[Problem]] = {}
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def _variable_problems(name: str, value: Any) -> list[Problem]:
     """_problems of one variable, remembered by value: hosts share most values through group_vars.
 
-    Each top-level variable validates on its own (the schema has no constraint across them).
+    Each top-level variable validates on its own (the schema has no constraint across them). A scalar is
+    its own key (its type too: 1, 1.0 and True differ); a container is keyed by its JSON text.
     """
-    try:
-        key = (name, json.dumps(value, sort_keys=True, default=lambda o: f"<{type(o).__name__}>{o!r}"))
-    except (TypeError, ValueError):  # keys of mixed types, cycles: validate without remembering
-        return _problems({name: value})
-    if key not in _SEEN:
+    if type(value) in _SCALARS:
+        key: tuple[Any, ...] = (name, type(value), value)
+    else:
+        try:
+            key = (name, json.dumps(value, sort_keys=True, default=lambda o: f"<{type(o).__name__}>{o!r}"))
+        except (TypeError, ValueError):  # keys of mixed types, cycles: validate without remembering
+            return _problems({name: value})
+    found = _SEEN.get(key)
+    if found is None:
         if len(_SEEN) > 50_000:
             _SEEN.clear()
-        _SEEN[key] = [] if _surely_valid(name, value) else _problems({name: value})
-    return _SEEN[key]
+        found = _SEEN[key] = [] if _surely_valid(name, value) else _problems({name: value})
+    return found
 
 
 _DOC: dict[str, Any] | None = None
@@ -176,9 +182,21 @@ def _surely_valid(name: str, value: Any) -> bool:
     return schema is not None and surely_valid(schema, value, _DOC)
 
 
-def check(hv: HostVars) -> Iterator[Finding]:
-    """Every schema error of one host, each at the line of the offending value."""
-    doc = _prepare(dict(hv.values))
+# Variables whose value check() rewrites before validating (a JSON kv_transfer_config string, read as its object),
+# and the version that says which release's KVTransferConfig applies to them.
+_REWRITTEN = ("vllm_kv_transfer_config", "vllm_instances")
+Seen = dict[int, tuple[Any, str, list[Problem]]]
+
+
+def check(hv: HostVars, seen: Seen | None = None) -> Iterator[Finding]:
+    """Every schema error of one host, each at the line of the offending value.
+
+    seen (one dict for one check of many hosts) remembers each variable's problems by the identity of its value:
+    the loaders give every host of a group the group's value objects, so most values are validated once.
+    """
+    values = hv.values
+    doc = {name: _prepare(values[name]) for name in (*_REWRITTEN, "vllm_version") if name in values}
+    rewritten = set()
     for path in _kv_paths(doc):
         raw = _get(doc, path)
         if isinstance(raw, str) and "{{" not in raw and "{%" not in raw:
@@ -187,8 +205,19 @@ def check(hv: HostVars) -> Iterator[Finding]:
                 yield _finding(hv, path, f"{_name(path)} {error}")
             else:
                 _set(doc, path, config)
+                rewritten.add(path[0])
         yield from _kv_keys(hv, doc, path)
-    problems = [p for name, value in doc.items() for p in _variable_problems(name, value)]
+    problems: list[Problem] = []
+    for name, value in values.items():
+        if name in rewritten:
+            problems.extend(_variable_problems(name, doc[name]))
+            continue
+        known = seen.get(id(value)) if seen is not None else None
+        if known is None or known[0] is not value or known[1] != name:
+            known = (value, name, _variable_problems(name, _prepare(value)))
+            if seen is not None:
+                seen[id(value)] = known  # holds the value: its id is not reused while seen lives
+        problems.extend(known[2])
     for path, message, hint in sorted(problems, key=lambda p: list(map(str, p[0]))):
         unknown_name = len(path) == 1 and message.startswith("unknown variable")
         yield _finding(hv, path, message, hint, origin=hv.key_origin(str(path[0])) if unknown_name else None)

@@ -9,10 +9,29 @@ from .base import Hit, hit
 from .hints import candidates, tp_hint
 
 
-def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[tuple[Engine, Engine, Instance, Instance]]:
+Pair = tuple[Engine, Engine, Instance, Instance]
+_per_topology: tuple[Topology, dict[object, object]] | None = None
+
+
+def _memo(topo: Topology) -> dict[object, object]:
+    """What the pair rules computed for topo: kept for the last topology asked about (checks run one at a time)."""
+    global _per_topology
+    if _per_topology is None or _per_topology[0] is not topo:
+        _per_topology = (topo, {})
+    return _per_topology[1]
+
+
+def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[Pair]:
     """(prefill engine, decode engine, their leads) for pairs both on one connector of family kind (or kinds)."""
     kinds = (kind,) if isinstance(kind, str) else kind
+    memo = _memo(topo)
+    found = memo.get((kinds, needs))
+    if found is None:  # several rules ask for the same pairs
+        found = memo[(kinds, needs)] = list(_pairs(topo, kinds, needs))
+    return iter(found)  # type: ignore[call-overload]
 
+
+def _pairs(topo: Topology, kinds: tuple[str, ...], needs: tuple[str, ...]) -> Iterator[Pair]:
     def eligible(engines: tuple[Engine, ...]) -> list[tuple[Engine, Instance, str | None]]:
         # Filter each side once: the cross product below is the hot loop (P x D pairs per rule).
         # A composite pairs through its transfer child (vllm/composite.py): compare the child's class.
@@ -30,13 +49,12 @@ def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[
 _NEEDS = ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "kv_connector_extra_config", "version")
 _KINDS = ("nixl", "moriio", "mooncake", "p2p-nccl")
 Checked = tuple[Engine, Engine, vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]
-_last: tuple[Topology, list[Checked]] | None = None
 
 
 def checked(topo: Topology) -> list[Checked]:
     """Every same-connector pair of topo with the vllm layer's problems (computed once per topology)."""
-    global _last
-    if _last is None or _last[0] is not topo:
+    memo = _memo(topo)
+    if "checked" not in memo:
         # P x D pairs share few distinct engines: one Side per engine, equal Sides made one object, and the
         # problems of each pair of distinct Sides asked once (hashing a Side is the cost of an lru lookup).
         sides: dict[int, vpair.Side] = {}
@@ -58,8 +76,8 @@ def checked(topo: Topology) -> list[Checked]:
             if problems is None:
                 problems = asked[key] = vpair.problems(sp, sd)
             found.append((p, d, sp, sd, problems))
-        _last = (topo, found)
-    return _last[1]
+        memo["checked"] = found
+    return memo["checked"]  # type: ignore[return-value]
 
 
 def problem_hits(topo: Topology, rule_id: str) -> Iterator[Hit]:
