@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -58,7 +59,19 @@ def _config(source: str) -> Config:
 def check(source: str, overlay: Mapping[str, str], memo: Any = None) -> Outcome:
     """Load and lint source with overlay's texts in place of those files, as `pdlint SOURCE` would.
 
-    memo (a load.filememo.Memo the server keeps between checks) answers for the files whose content it has seen."""
+    memo (a load.filememo.Memo the server keeps between checks) answers for the files whose content it has seen.
+    Without the cyclic GC meanwhile, as the CLI runs: a check makes only acyclic objects (a test holds it to
+    that), and a collection during it would rescan the server's whole heap (the memo of every file) again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(source, overlay, memo)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
     from ..load import select
 
     notes: list[Finding] = []

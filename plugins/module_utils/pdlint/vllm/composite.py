@@ -157,11 +157,11 @@ def as_child(inst: Instance, child: Child) -> Instance:
 
 def effective(inst: Instance) -> Instance:
     """inst as the pair rules see it: a composite's transfer child in place of the wrapper; others unchanged."""
-    found = inst.memo.get("effective")
-    if found is None:
-        child = transfer(inst)
-        found = inst.memo["effective"] = inst if child is None else as_child(inst, child)
-    return found
+    memo = inst.memo
+    if "effective" not in memo:
+        child = transfer(inst)  # kept as None for inst itself: the instance must not hold itself (a cycle)
+        memo["effective"] = None if child is None else as_child(inst, child)
+    return memo["effective"] or inst
 
 
 def views(inst: Instance) -> tuple[Instance, ...]:
