@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from typing import Any
 
 import yaml
@@ -157,14 +157,18 @@ def _dir_files(path: str) -> list[str]:
     return found
 
 
-def _find_vars_files(path: str, name: str, listing: frozenset[str] | None = None) -> list[str]:
-    """DataLoader.find_vars_files: <name>, then <name>.yml/.yaml/.json; a directory means all files in it."""
+def _find_vars_files(path: str, name: str, listing: frozenset[str] | None = None,
+                     regular: Container[str] = ()) -> list[str]:
+    """DataLoader.find_vars_files: <name>, then <name>.yml/.yaml/.json; a directory means all files in it.
+
+    listing: the directory's names, listed once instead of a stat per candidate; regular: paths known to be
+    regular files (the preflight stat'ed them), which need no second stat."""
     base = os.path.join(path, name)
-    names = listing if os.sep not in name else None  # the directory listed once instead of a stat per candidate
+    names = listing if os.sep not in name else None
     for ext in ("", *_YAML_EXT):
         full = base + ext
         if (name + ext in names) if names is not None else os.path.exists(full):
-            return _dir_files(full) if os.path.isdir(full) else [full]
+            return [full] if full in regular or not os.path.isdir(full) else _dir_files(full)
     return []
 
 
@@ -175,7 +179,7 @@ class _VarsFiles:
         self.dirs = [os.path.realpath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources]
         self.files = files
         self.cache: dict[tuple[str, str], dict[str, Var]] = {}
-        self.listings: dict[str, frozenset[str]] = {}
+        self.listings: dict[str, frozenset[str] | None] = {}
         self.shown: dict[str, str] = {}
 
     def of(self, subdir: str, names: Sequence[str]) -> dict[str, Var]:
@@ -188,10 +192,11 @@ class _VarsFiles:
                 key = (os.path.join(base, subdir), name)
                 if key not in self.cache:
                     merged: dict[str, Var] = {}
-                    if os.path.isdir(key[0]):
-                        if key[0] not in self.listings:
-                            self.listings[key[0]] = frozenset(os.listdir(key[0]))
-                        for path in _find_vars_files(*key, self.listings[key[0]]):
+                    if key[0] not in self.listings:  # one isdir and one listing per directory
+                        self.listings[key[0]] = frozenset(os.listdir(key[0])) if os.path.isdir(key[0]) else None
+                    listing = self.listings[key[0]]
+                    if listing is not None:
+                        for path in _find_vars_files(*key, listing, self.files.walked):
                             merged.update(self._load(path))
                     self.cache[key] = merged
                 data.update(self.cache[key])
