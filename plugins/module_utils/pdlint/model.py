@@ -78,7 +78,7 @@ class Instance:
 
     def knows(self, *fields: str) -> bool:
         """True when none of fields is unresolved (templated or vaulted)."""
-        return not self.unresolved.intersection(fields)
+        return not (self.unresolved and self.unresolved.intersection(fields))
 
     @property
     def gpus_per_node(self) -> int:
