@@ -93,10 +93,16 @@ def problem_hits(topo: Topology, rule_id: str) -> Iterator[Hit]:
 
 def paired_tp(topo: Topology, inst: Instance) -> set[int] | None:
     """TP sizes for inst's engine that pass its own checks and every pair it is in (None: in no checked pair)."""
+    memo = _memo(topo)
+    if "by-instance" not in memo:  # each instance's engine in every checked pair, indexed once per topology
+        index: dict[int, list[tuple[Engine, vpair.Side, vpair.Side]]] = {}
+        for p, d, sp, sd, _ in checked(topo):
+            for engine, side, other in ((p, sp, sd), (d, sd, sp)):
+                for i in engine.instances:  # by identity: Instance equality compares every field
+                    index.setdefault(id(i), []).append((engine, side, other))
+        memo["by-instance"] = index
     found: set[int] | None = None
-    for p, d, sp, sd, _ in checked(topo):
-        for engine, side, other in ((p, sp, sd), (d, sd, sp)):
-            if any(i is inst for i in engine.instances):  # identity: Instance equality compares every field
-                ok = candidates(engine, side, other)
-                found = set(ok) if found is None else found & ok
+    for engine, side, other in memo["by-instance"].get(id(inst), ()):  # type: ignore[attr-defined]
+        ok = candidates(engine, side, other)
+        found = set(ok) if found is None else found & ok
     return found

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 
 from ..model import Instance
 from .releases import DEFAULT, NEWEST, R, Release, Timeline, resolve, spans_of
@@ -233,6 +234,7 @@ def ever_registered(name: str) -> bool:
     return any(name in s.value for s in NAMES.steps)
 
 
+@functools.lru_cache(maxsize=1024)  # asked for every instance of an unregistered name: the same answer
 def story(name: str, release: Release) -> str:
     """Why name is not usable in release, in words: when it was registered, renamed or removed."""
     if is_v0(name, release):
