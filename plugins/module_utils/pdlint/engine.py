@@ -15,9 +15,15 @@ from .rules import CHECKS
 from .suppress import named  # noqa: F401 - rule-or-family matching, used by the check action
 
 
+_last_seen: schema.Seen = {}  # the previous check's values (schema.check's `before`), one check's worth
+
+
 def _schema(hosts: Sequence[HostVars]) -> list[Finding]:
+    global _last_seen
     seen: schema.Seen = {}
-    return [f for hv in hosts for f in schema.check(hv, seen)]
+    found = [f for hv in hosts for f in schema.check(hv, seen, _last_seen)]
+    _last_seen = seen
+    return found
 
 
 def merge(findings: Iterable[Finding]) -> list[Finding]:

@@ -188,11 +188,13 @@ _REWRITTEN = ("vllm_kv_transfer_config", "vllm_instances")
 Seen = dict[int, tuple[Any, str, list[Problem]]]
 
 
-def check(hv: HostVars, seen: Seen | None = None) -> Iterator[Finding]:
+def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None) -> Iterator[Finding]:
     """Every schema error of one host, each at the line of the offending value.
 
     seen (one dict for one check of many hosts) remembers each variable's problems by the identity of its value:
-    the loaders give every host of a group the group's value objects, so most values are validated once.
+    the loaders give every host of a group the group's value objects, so most values are validated once. before,
+    the previous check's seen: the language server's file memo gives unchanged files' values again, the same
+    objects, so an edit re-validates only what it changed.
     """
     values = hv.values
     doc = {name: _prepare(values[name]) for name in (*_REWRITTEN, "vllm_version") if name in values}
@@ -214,7 +216,9 @@ def check(hv: HostVars, seen: Seen | None = None) -> Iterator[Finding]:
             continue
         known = seen.get(id(value)) if seen is not None else None
         if known is None or known[0] is not value or known[1] != name:
-            known = (value, name, _variable_problems(name, _prepare(value)))
+            known = before.get(id(value)) if before is not None else None
+            if known is None or known[0] is not value or known[1] != name:
+                known = (value, name, _variable_problems(name, _prepare(value)))
             if seen is not None:
                 seen[id(value)] = known  # holds the value: its id is not reused while seen lives
         problems.extend(known[2])
