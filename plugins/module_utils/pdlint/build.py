@@ -122,6 +122,7 @@ def _unresolved(src: _Source, name: str, why: str, origin: Origin | None) -> Fin
 # The contract variables _instance reads one by one (with their inventory names); kv_transfer_config and env
 # have readers of their own.
 _READ = tuple((v.name, host_var(v.name)) for v in VARIABLES if v.name not in ("kv_transfer_config", "env"))
+_NAME_OF = {key: name for name, key in _READ}
 
 
 def _instance(src: _Source, problems: list[Finding]) -> Instance | None:
@@ -130,7 +131,9 @@ def _instance(src: _Source, problems: list[Finding]) -> Instance | None:
     origins: dict[str, Origin] = {}
     unresolved: set[str] = set()
     fact_values: dict[str, Any] = {}
-    for name, key in _READ:
+    # A host's own variables: only those it sets (most hosts set a dozen of the contract's names).
+    read = _READ if src.index is not None else [(_NAME_OF[k], k) for k in src.hv.values if k in _NAME_OF]
+    for name, key in read:
         value, origin = src.get(name, key)
         if origin is not None and value is None and name == "port":
             fields["port"], origins["port"] = None, origin  # explicit null: no API server (headless engine)
