@@ -263,18 +263,26 @@ def _templated(value: Any) -> bool:
 
 class _Prefixed:
     """Each variable's origins keyed by its full path, and whether it is a template: computed once per value,
-    since a group's values are shared by all its hosts."""
+    since a group's values are shared by all its hosts. before: the previous load's (the language server's file
+    memo hands unchanged files' variables back, the same objects); entries hold their variable, so an id is never
+    taken for another's."""
 
-    def __init__(self) -> None:
-        self.cache: dict[tuple[str, int], tuple[bool, dict[Any, Any]]] = {}
+    def __init__(self, before: _Prefixed | None = None) -> None:
+        self.cache: dict[tuple[str, int], tuple[Var, bool, dict[Any, Any]]] = {}
+        self.before = before.cache if before is not None else {}
 
     def __call__(self, key: str, var: Var) -> tuple[bool, dict[Any, Any]]:
         found = self.cache.get((key, id(var)))
         if found is None:
-            value, below = var
-            found = (_templated(value), {(key, *path): origin for path, origin in below.items()})
+            found = self.before.get((key, id(var)))
+            if found is None or found[0] is not var:
+                value, below = var
+                found = (var, _templated(value), {(key, *path): origin for path, origin in below.items()})
             self.cache[(key, id(var))] = found
-        return found
+        return found[1], found[2]
+
+    def done(self) -> None:
+        self.before = {}  # one load's worth is kept
 
 
 class _Resolved:
@@ -351,7 +359,10 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
     by_name = _VarsFiles(sources, files)
     ancestors = {g: inv.ancestors(g) for g in inv.groups}
     by_groups: dict[tuple[str, ...], _Resolved] = {}
-    prefixed = _Prefixed()
+    memo = checked.memo
+    prefixed = _Prefixed(getattr(memo, "prefixed", None))
+    if memo is not None:
+        memo.prefixed = prefixed
     result: list[HostVars | None] = []
     for name in sorted(inv.hosts):
         host = inv.hosts[name]
@@ -369,6 +380,7 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
         own = dict(host.vars)
         own.update(by_name.of("host_vars", [name]))
         result.append(_host_vars(name, by_groups[groups], own, prefixed))
+    prefixed.done()
     templated = {name for name, hv in zip(sorted(inv.hosts), result) if hv is None}
     final = [hv for hv in result if hv is not None]
     if templated:

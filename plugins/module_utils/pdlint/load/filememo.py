@@ -37,18 +37,24 @@ class Memo:
         self.vars: dict[str, tuple[bytes, str, str, dict[str, Var]]] = {}
         self.changed = False
         self.used: set[str] = set()
+        self.cwd = _cwd()
+        self.prefixed: Any = None  # the fast loader's last per-variable origins (kept by the language server)
+
+    def begin(self) -> None:
+        """A load starts: note the working directory once (origins are printed relative to it), not per file."""
+        self.cwd = _cwd()
 
     # ---- the preflight's event scan of one file ----------------------------------------------------------
 
     def scan(self, path: str, key: bytes, limits: Limits) -> Scan | None:
         found = self.scans.get(path)
         self.used.add(path)
-        if found is None or found[0] != key or found[1] != _limits(limits) or found[2] != os.getcwd():
+        if found is None or found[0] != key or found[1] != _limits(limits) or found[2] != self.cwd:
             return None
         return found[3]
 
     def put_scan(self, path: str, key: bytes, limits: Limits, scan: Scan) -> None:
-        self.scans[path] = (key, _limits(limits), _cwd(), scan)
+        self.scans[path] = (key, _limits(limits), self.cwd, scan)
         self.used.add(path)
         self.changed = True
 
@@ -58,19 +64,19 @@ class Memo:
         """Whether path's variables were read from this content (it composed cleanly then, and will again)."""
         found = self.vars.get(path)
         self.used.add(path)
-        return found is not None and found[0] == key and found[2] == os.getcwd()
+        return found is not None and found[0] == key and found[2] == self.cwd
 
     def variables(self, path: str, key: bytes, shown: str) -> dict[str, Var] | None:
         found = self.vars.get(path)
         self.used.add(path)
-        if found is None or found[0] != key or found[1] != shown or found[2] != os.getcwd():
+        if found is None or found[0] != key or found[1] != shown or found[2] != self.cwd:
             return None
         return found[3]
 
     def put_variables(self, path: str, key: bytes, shown: str, data: dict[str, Var]) -> None:
         if not self.keeps_variables:
             return
-        self.vars[path] = (key, shown, _cwd(), data)
+        self.vars[path] = (key, shown, self.cwd, data)
         self.used.add(path)
 
     # ---- on disk --------------------------------------------------------------------------------------------

@@ -34,6 +34,8 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
     """
     sources = [s if "," in s else os.path.abspath(s) for s in sources]
     notes = notes if notes is not None else []
+    if memo is not None:
+        memo.begin()
     try:
         checked = preflight.check(sources, limits, allow_dynamic=allow_plugins, overlay=overlay, memo=memo)
     except guard.Refused as exc:
