@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,61 @@ def test_the_language_servers_check_reuses_its_memo(tmp_path: Path, monkeypatch:
     fresh = inventory.check(str(inv), buffer)
     assert kept.findings == fresh.findings and kept.hosts == fresh.hosts and kept.failed is None
     assert any(f.rule.startswith("tp") for f in kept.findings)
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    read: list[str] = []
+    real = preflight._read
+    monkeypatch.setattr(preflight, "_read", lambda path, *a: read.append(path) or real(path, *a))
+    return read
+
+
+def test_the_language_servers_memo_skips_files_whose_stat_is_as_read(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vars file with the stat it had when it was read (and older than the racy window then) is not read again;
+    any edit changes its ctime, so it is read; an inventory file is always read."""
+    monkeypatch.chdir(tmp_path)
+    inv = _inventory(tmp_path)
+    memo = filememo.Memo()
+    memo.racy_ns = 50_000_000  # 0.05 s instead of 2 s, so the test need not wait
+    time.sleep(0.1)
+    plain = _load(inv)
+    assert _load(inv, memo) == plain  # read, and the stats noted
+    reads = _reads(monkeypatch)
+    assert _load(inv, memo) == plain
+    assert reads == [str(inv / "hosts.yml")]
+    edited = inv / "group_vars" / "b_decode.yml"
+    edited.write_text(edited.read_text().replace("size: 8", "size: 6"))  # same size, the same second
+    reads.clear()
+    assert _load(inv, memo) == _load(inv) != plain
+    assert reads[:2] == [str(inv / "hosts.yml"), str(edited)]
+
+
+def test_a_file_changed_just_before_it_was_read_is_read_again(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Racily clean: a same-size edit in the clock tick of the read would keep the stat, so a file changed less
+    than racy_ns (2 s) before it was read is compared by content until it is older."""
+    monkeypatch.chdir(tmp_path)
+    inv = _inventory(tmp_path)  # every file written just now
+    memo = filememo.Memo()
+    _load(inv, memo)
+    reads = _reads(monkeypatch)
+    _load(inv, memo)
+    assert sorted(reads) == sorted(str(p) for p in [inv / "hosts.yml", *inv.rglob("*_vars/*.yml")])
+
+
+def test_a_clock_ahead_of_the_file_system_does_not_hide_an_edit(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a network file system the server stamps the times: with this machine's clock 10 s ahead, every file
+    looks older than the racy window when read, and an edit is seen by its stat (size, times, inode)."""
+    monkeypatch.chdir(tmp_path)
+    inv = _inventory(tmp_path)
+    memo = filememo.Memo()
+    real = time.time_ns
+    monkeypatch.setattr(filememo.time, "time_ns", lambda: real() + 10_000_000_000)
+    plain = _load(inv, memo)
+    reads = _reads(monkeypatch)
+    assert _load(inv, memo) == plain and reads == [str(inv / "hosts.yml")]
+    edited = inv / "group_vars" / "b_decode.yml"
+    edited.write_text(edited.read_text().replace("size: 8", "size: 6"))
+    assert _load(inv, memo) == _load(inv) != plain

@@ -247,10 +247,18 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
            overlay: Mapping[str, str] | None, memo: Any) -> Preflight:
     limits = limits or Limits()
     found = Preflight(memo=memo)
-    inventory, vars_files = _files(sources, limits)
+    walk = _Walk(limits)
+    inventory, vars_files = _files(sources, limits, walk)
     found.vars_files = vars_files
     inventory_set = set(inventory)
     for path in inventory + vars_files:
+        st = walk.stats.get(path) if overlay is None or path not in overlay else None
+        if memo is not None and path not in inventory_set:
+            same = memo.unchanged(path, st, limits)
+            if same is not None:  # the language server's memo: as read before, its scan and variables known
+                found.digests[path] = same[0]
+                found.findings.extend(same[1][0])
+                continue
         data = _read(path, limits, overlay)
         if data.lstrip().startswith(guard.VAULT_HEADER):
             found.encrypted.append(path)
@@ -267,6 +275,7 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
             from .store import digest
 
             found.digests[path] = digest(data)
+            memo.saw(path, st, found.digests[path])
         if path in inventory_set:
             _inventory(path, text, data, allow_dynamic, found, limits)
             continue
