@@ -113,7 +113,7 @@ def test_vscode_shows_the_findings_and_an_unsaved_edit_changes_another_files(tmp
     (data / "User").mkdir(parents=True)
     # Desktop VS Code's defaults where code-server's differ (it auto-saves after a second), and nothing online.
     (data / "User" / "settings.json").write_text(json.dumps({
-        "files.autoSave": "off", "security.workspace.trust.enabled": False, "workbench.startupEditor": "none",
+        "files.autoSave": "off", "workbench.startupEditor": "none",
         "extensions.autoUpdate": False, "extensions.autoCheckUpdates": False, "telemetry.telemetryLevel": "off"}))
     path = f"{Path(PDLINT).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # the venv's pdlint, as installed
     # VSCODE_CLI: as when `code` is started from this shell, VS Code keeps its PATH instead of a login shell's.
@@ -128,8 +128,8 @@ def test_vscode_shows_the_findings_and_an_unsaved_edit_changes_another_files(tmp
 
     port = _free_port()
     log = (tmp_path / "code-server.log").open("wb")
-    server = subprocess.Popen([*code_server, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}", "--disable-telemetry",
-                               "--disable-update-check", "--disable-workspace-trust", str(inv)],
+    server = subprocess.Popen([*code_server, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}",
+                               "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", str(inv)],
                               env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                               start_new_session=True)
     browser = None
@@ -143,7 +143,8 @@ def test_vscode_shows_the_findings_and_an_unsaved_edit_changes_another_files(tmp
                 assert time.monotonic() < deadline and server.poll() is None, (tmp_path / "code-server.log").read_text()
                 time.sleep(0.2)
         browser = subprocess.Popen([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                                    f"--user-data-dir={tmp_path / 'chromium'}", f"http://127.0.0.1:{port}/?folder={inv}"],
+                                    f"--user-data-dir={tmp_path / 'chromium'}",
+                                    f"http://127.0.0.1:{port}/?folder={inv}"],
                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 180
