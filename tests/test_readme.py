@@ -215,6 +215,24 @@ def run_editor_settings(block: Block, tmp: Path) -> None:
     assert (ROOT / path).is_file() and {"**/group_vars/**", "**/host_vars/**"} <= set(globs)
 
 
+def run_vscode_manifest(block: Block, tmp: Path) -> None:
+    """The VS Code extension's package.json is the one tests/vscode/extension pins and installs (its lock)."""
+    pinned = ROOT / "tests" / "vscode" / "extension"
+    assert json.loads(block.text) == json.loads((pinned / "package.json").read_text())
+    lock = json.loads((pinned / "package-lock.json").read_text())
+    assert lock["packages"][""]["dependencies"] == json.loads(block.text)["dependencies"]
+
+
+def run_vscode_extension(block: Block, tmp: Path) -> None:
+    """The VS Code extension's extension.js is valid JavaScript (tests/test_lsp_vscode.py runs it in code-server)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    (tmp / "extension.js").write_text(block.text)
+    proc = subprocess.run([node, "--check", str(tmp / "extension.js")], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
 def run_modeline(block: Block, tmp: Path) -> None:
     """The modeline's relative path resolves from inventory/group_vars/FILE to the schema."""
     path = block.text.split("$schema=", 1)[1].strip()
@@ -233,7 +251,9 @@ def runner(block: Block) -> Callable[[Block, Path], None] | None:
     if block.lang == "toml":
         return run_config
     if block.lang == "json":
-        return run_editor_settings
+        return run_vscode_manifest if '"engines"' in block.text else run_editor_settings
+    if block.lang == "js":
+        return run_vscode_extension
     if block.lang == "yaml":
         if first.startswith("# inventory/"):
             return run_inventory_file
