@@ -5,7 +5,8 @@ touches, a duplicate key, a YAML error, an alias that only compose rejects, edit
 the hosts (values and origins), the notes and the load-error are the same with an in-memory memo kept across
 loads (the language server's: scans and variables), with the on-disk memo read back before every load (the
 CLI's: scans), and with none.
-An edit of one file re-reads only that file; a damaged bundle on disk is ignored.
+An edit of one file re-reads only that file (the in-memory memo also replays the YAML inventory file's calls on the
+fast loader's Inventory instead of parsing it again); a damaged bundle on disk is ignored.
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ _EDITS = st.lists(st.one_of(
     st.tuples(st.just("touch"), st.sampled_from(["hosts.yml", "group_vars/all.yml"]), st.none()),
     st.tuples(st.just("broken"), st.sampled_from(["group_vars/all.yml", "hosts.yml"]),
               st.sampled_from(["vllm_env: {A: [1\n", "x: *nowhere\n", "vllm_dtype: a\nvllm_dtype: b\n"])),
-    st.tuples(st.just("buffer"), st.sampled_from(["group_vars/all.yml", "host_vars/a-decode-0.yml"]),
+    st.tuples(st.just("buffer"), st.sampled_from(["group_vars/all.yml", "host_vars/a-decode-0.yml", "hosts.yml"]),
               st.sampled_from(["vllm_port: 9000\n", "vllm_dtype: [1\n", None])),
 ), min_size=1, max_size=8)
 
@@ -144,8 +145,8 @@ def test_an_edit_re_reads_only_the_edited_file(make, tmp_path: Path, monkeypatch
     edited.write_text(edited.read_text().replace("size: 8", "size: 6"))
     result = _load(inv, memo_now())
     assert calls["scan"] == [str(edited)]  # the scan result of hosts.yml and every other vars file reused
-    if memo is not None:  # hosts.yml is composed every time (its groups are not memoised); of the vars files,
-        assert calls["compose"] == [str(inv / "hosts.yml"), str(edited)]  # only the edited one
+    if memo is not None:  # hosts.yml's calls on the Inventory are the memo's; of the vars files, only the edited
+        assert calls["compose"] == [str(edited)]  # one is composed
     else:  # the on-disk memo keeps scans only
         assert len(calls["compose"]) == 1 + len(list(inv.rglob("*_vars/*.yml")))
     assert result == _load(inv)
@@ -166,7 +167,7 @@ def test_an_editor_buffer_is_keyed_by_its_text(tmp_path: Path, monkeypatch: pyte
     path.write_text("vllm_port: 9001\n")  # saved: the text the buffer had, so the buffer's entry serves
     calls = _counting(monkeypatch)
     assert _load(inv, memo) == edited
-    assert calls["scan"] == [] and calls["compose"] == [str(inv / "hosts.yml")]
+    assert calls["scan"] == [] and calls["compose"] == []
     assert _load(inv, memo, {str(path): on_disk}) == before  # the old text back in a buffer: read again
 
 
@@ -221,7 +222,7 @@ def test_the_language_servers_check_reuses_its_memo(tmp_path: Path, monkeypatch:
     path = str(inv / "group_vars" / "b_decode.yml")
     buffer = {path: Path(path).read_text().replace("size: 8", "size: 6")}
     kept = inventory.check(str(inv), buffer, memo)
-    assert calls["scan"] == [path] and calls["compose"] == [str(inv / "hosts.yml"), path]
+    assert calls["scan"] == [path] and calls["compose"] == [path]
     fresh = inventory.check(str(inv), buffer)
     assert kept.findings == fresh.findings and kept.hosts == fresh.hosts and kept.failed is None
     assert any(f.rule.startswith("tp") for f in kept.findings)

@@ -17,7 +17,7 @@ import yaml
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, is_relevant, is_template
 from . import fast_config, fast_yaml, guard, preflight
-from . import roles, vars_files
+from . import inventory_ops, roles, vars_files
 from .groups import invalid_names
 from .fast_model import Inventory
 from .fast_values import Unsupported, Var, check_tags, from_json, from_node, keyed_items, scalar
@@ -52,7 +52,8 @@ class _Files:
             self.walked[key] = text
             # A vars file whose variables the memo holds for this content composed cleanly then: composing it
             # again could raise no error, so skipping it keeps the first error the same.
-            if memo is None or not memo.known(key, checked.digests.get(text)):
+            digest = checked.digests.get(text)
+            if memo is None or not (memo.known(key, digest) or memo.knows_inventory(key, digest)):
                 self.docs[key] = preflight.compose(text, checked)
 
     def get(self, path: str) -> tuple[str, list[Any]]:
@@ -91,6 +92,11 @@ def _inventory_file(inv: Inventory, path: str, files: _Files) -> None:
         if path in checked.yaml_errors:  # not YAML: the INI plugin's turn; if it refuses too, the YAML error
             _ini(inv, checked.texts[path], shown, checked.yaml_errors[path])
             return
+        memo, key = checked.memo, files.digest(path)
+        ops = memo.inventory_ops(path, key, shown, inv.safe_group_names) if memo is not None else None
+        if ops is not None:  # the language server's memo: this content's calls, made again
+            inventory_ops.replay(inv, ops)
+            return
         text, nodes = files.get(path)
         is_json, data = _json(text)
         if not is_json:
@@ -98,7 +104,12 @@ def _inventory_file(inv: Inventory, path: str, files: _Files) -> None:
         if len(nodes) > 1 or not fast_yaml.is_inventory(data, is_json):
             _ini(inv, text, shown)  # the yaml plugin fails on it (empty, not a mapping, several documents)
             return
-        fast_yaml.parse(inv, data, shown, is_json)
+        if memo is None:
+            fast_yaml.parse(inv, data, shown, is_json)
+            return
+        recorder = inventory_ops.Recorder(inv)
+        fast_yaml.parse(recorder, data, shown, is_json)  # type: ignore[arg-type]
+        memo.put_inventory_ops(path, key, shown, inv.safe_group_names, recorder.ops())
         return
     text = checked.texts.get(path)
     if text is None:

@@ -46,6 +46,7 @@ class Memo:
         # Memory only: each file's stat when it was read, its digest and when it was read (see unchanged()).
         self.stats: dict[str, tuple[tuple[int, ...], bytes, int]] = {}
         self.racy_ns = RACY_NS
+        self.inventories: dict[str, tuple[bytes, tuple[str, bool], str, Any]] = {}  # memory only
 
     def begin(self) -> None:
         """A load starts: note the working directory once (origins are printed relative to it), not per file."""
@@ -105,6 +106,24 @@ class Memo:
             return
         self.vars[path] = (key, shown, self.cwd, data)
         self.used.add(path)
+
+    # ---- a YAML inventory file's calls on the fast loader's Inventory (inventory_ops.py) -------------------------
+
+    def knows_inventory(self, path: str, key: bytes | None) -> bool:
+        """Whether path's inventory calls were recorded from this content (it composed cleanly then)."""
+        found = self.inventories.get(path)
+        self.used.add(path)
+        return found is not None and found[0] == key and found[2] == self.cwd
+
+    def inventory_ops(self, path: str, key: bytes | None, shown: str, safe_names: bool) -> Any:
+        found = self.inventories.get(path)
+        if found is None or found[0] != key or found[1] != (shown, safe_names) or found[2] != self.cwd:
+            return None
+        return found[3]
+
+    def put_inventory_ops(self, path: str, key: bytes | None, shown: str, safe_names: bool, ops: Any) -> None:
+        if self.keeps_variables and key is not None:
+            self.inventories[path] = (key, (shown, safe_names), self.cwd, ops)
 
     # ---- on disk --------------------------------------------------------------------------------------------
 
