@@ -21,7 +21,7 @@ from . import roles, vars_files
 from .groups import invalid_names
 from .fast_model import Inventory
 from .fast_values import Unsupported, Var, check_tags, from_json, from_node, keyed_items, scalar
-from .paths import display_path
+from .paths import DisplayPaths, display_path
 
 __all__ = ["Unsupported", "load"]
 
@@ -176,7 +176,7 @@ class _VarsFiles:
         self.files = files
         self.cache: dict[tuple[str, str], dict[str, Var]] = {}
         self.listings: dict[str, frozenset[str]] = {}
-        self.shown: dict[str, str] = {}
+        self._shown = DisplayPaths()  # display_path of a normalized absolute path
 
     def of(self, subdir: str, names: Sequence[str]) -> dict[str, Var]:
         """Merged in Ansible's order: each inventory source in turn, the entities in precedence order within it."""
@@ -225,14 +225,6 @@ class _VarsFiles:
         if isinstance(node, yaml.SequenceNode) and not node.value:
             return {}
         raise Unsupported(f"{path}: vars file is not a mapping")
-
-    def _shown(self, path: str) -> str:
-        """display_path of a normalized absolute path, with the relpath work done once per directory."""
-        directory, name = os.path.split(path)
-        if directory not in self.shown:
-            self.shown[directory] = display_path(directory)
-        shown = self.shown[directory]
-        return name if shown == "." else os.path.join(shown, name)
 
     @staticmethod
     def _mapping(node: Any, shown: str) -> dict[str, Var]:
