@@ -50,8 +50,11 @@ class _Files:
                 preflight.compose(text, checked)
                 continue
             self.walked[key] = text
-            # A vars file whose variables the memo holds for this content composed cleanly then: composing it
-            # again could raise no error, so skipping it keeps the first error the same.
+            # A vars file whose variables the memo holds for this content composed cleanly then, and one whose
+            # variables the preflight's scan built has no alias or anchor composing could fail on: composing either
+            # could raise no error, so skipping it keeps the first error the same.
+            if text in checked.values:
+                continue
             if memo is None or not memo.known(key, checked.digests.get(text)):
                 self.docs[key] = preflight.compose(text, checked)
 
@@ -59,6 +62,15 @@ class _Files:
         if path not in self.docs:
             self.docs[path] = preflight.compose(self.walked.get(path, path), self.checked)
         return self.docs[path]
+
+    def values(self, path: str, shown: str) -> tuple[str, dict[str, Var]] | None:
+        """The text of a vars file and the variables the preflight's scan built from it, if it built them with
+        shown as their origins' file."""
+        walked = self.walked.get(path, path)
+        found = self.checked.values.get(walked)
+        if found is None or found[0] != shown:
+            return None
+        return self.checked.texts[walked], found[1]
 
     def digest(self, path: str) -> bytes | None:
         """The digest of the content read for path, when a memo is in use."""
@@ -208,6 +220,11 @@ class _VarsFiles:
         return found
 
     def _read(self, path: str, shown: str) -> dict[str, Var]:
+        built = self.files.values(path, shown)
+        if built is not None:
+            is_json, data = _json(built[0])
+            if not is_json:  # Ansible tries JSON first: a JSON file's variables come from json below
+                return built[1]
         text, nodes = self.files.get(path)
         is_json, data = _json(text)
         if is_json and isinstance(data, dict):

@@ -19,7 +19,7 @@ from typing import Any
 from ..finding import Finding, Origin
 from . import guard
 from .guard import Limits, Refused, refuse
-from .paths import display_path
+from .paths import DisplayPaths, display_path
 
 _YAML_EXT = (".yml", ".yaml", ".json")
 VARS_DIRS = ("group_vars", "host_vars")
@@ -51,6 +51,8 @@ class Preflight:
     yaml_errors: dict[str, Finding] = dataclasses.field(default_factory=dict)
     digests: dict[str, bytes] = dataclasses.field(default_factory=dict)  # path as walked -> its bytes' digest
     memo: Any = None  # the filememo.Memo this preflight used and the fast loader may use, if any
+    # Vars files whose variables the scan built (events.py): path as walked -> (file their origins name, variables)
+    values: dict[str, tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -175,6 +177,23 @@ def _scan(path: str, text: str, found: Preflight, limits: Limits) -> guard.Scan:
     return scan
 
 
+def _scan_vars(path: str, text: str, found: Preflight, limits: Limits, shown: DisplayPaths) -> guard.Scan:
+    """_scan of a vars file: the same pass builds its variables (kept in found.values) unless the memo knows it."""
+    memo, key = found.memo, found.digests.get(path)
+    if memo is not None and key is not None:
+        known = memo.scan(path, key, limits)
+        if known is not None:
+            return guard.Scan(list(known[0]), list(known[1]))
+    from . import events
+
+    scan, values = events.scan_vars(text, path, limits, shown(path))
+    if values is not None:
+        found.values[path] = (shown(path), values)
+    if memo is not None and key is not None and scan.syntax_error is None:
+        memo.put_scan(path, key, limits, (list(scan.duplicates), list(scan.top_keys)))
+    return scan
+
+
 def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Preflight, limits: Limits) -> None:
     if _script(path, data, allow_dynamic):
         return
@@ -250,6 +269,7 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
     inventory, vars_files = _files(sources, limits)
     found.vars_files = vars_files
     inventory_set = set(inventory)
+    shown = DisplayPaths()
     for path in inventory + vars_files:
         data = _read(path, limits, overlay)
         if data.lstrip().startswith(guard.VAULT_HEADER):
@@ -270,7 +290,7 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
         if path in inventory_set:
             _inventory(path, text, data, allow_dynamic, found, limits)
             continue
-        scan = _scan(path, text, found, limits)
+        scan = _scan_vars(path, text, found, limits, shown)
         if scan.syntax_error is not None:
             raise Refused(scan.syntax_error)
         found.findings.extend(scan.duplicates)
