@@ -60,7 +60,8 @@ def assert_same(text: str) -> Any:
 # ---- generated YAML ----------------------------------------------------------------------------------------
 
 TOP_KEYS = ["vllm_a", "vllm_b", "pdlint_c", "vllm_a", "other", "ansible_host", "1", "true", "'vllm_q'", "~"]
-KEYS = ["a", "b", "a", "1", "1.0", "true", "'1'", "null", "~", "0x1", '"a b"', "yes", "-0.0", "0.0"]
+KEYS = ["a", "b", "a", "1", "1.0", "true", "'1'", "null", "~", "0x1", '"a b"', "yes", "-0.0", "0.0", "!!str 1",
+        "!!int '7'", "! 8", ".nan", "''"]
 SCALARS = ["1", "-2", "0x1F", "0o17", "017", "1_000", "1:30", "2.5", "1e3", "6.02e+23", ".inf", "-.Inf", ".nan",
            "true", "False", "yes", "No", "on", "OFF", "null", "~", "Null", "'1'", '"true"', "'{{ x }}'", "abc",
            "vllm_port", "gpu01.fleet", "0.32.0", "'5600'", '"a\\tb"', "!!str 12", "!!int 7", "!!int '0x1F'",
@@ -314,3 +315,20 @@ def test_the_fast_loader_uses_the_pass(tmp_path: Path, monkeypatch: pytest.Monke
     assert host.values == {"vllm_port": 8000, "vllm_env": {"A": "1"}, "vllm_model": "m"}
     assert str(host.origin("vllm_port")) == "host_vars/h1.yml:1:12"
     assert str(host.origin("vllm_model")) == "group_vars/all.json"  # JSON first: no line, as Ansible tags it
+
+
+def test_aliases_in_a_value_never_read_are_not_copied() -> None:
+    """900 aliases of a 1,000-item list (900,000 nodes, under the limit) in a variable pdlint does not read:
+    checked for tags as the fast loader checks them, and never expanded."""
+    import tracemalloc
+
+    text = ("o: &a [" + ", ".join(["1"] * 1000) + "]\np: [" + ", ".join(["*a"] * 900) + "]\n"
+            "q: &b {k: [*a]}\nvllm_x: *b\n")
+    tracemalloc.start()
+    try:
+        built = assert_same(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert list(built) == ["vllm_x"] and len(built["vllm_x"][0]["k"][0]) == 1000
+    assert peak < 20_000_000

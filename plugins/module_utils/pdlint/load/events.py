@@ -30,7 +30,7 @@ _FIRST = frozenset(_TABLE)  # first characters ("" for the empty scalar)
 _SCALAR_EVENT, _ALIAS = yaml.ScalarEvent, yaml.AliasEvent
 _MAP_START, _MAP_END = yaml.MappingStartEvent, yaml.MappingEndEvent
 _SEQ_START, _SEQ_END = yaml.SequenceStartEvent, yaml.SequenceEndEvent
-_WORK = 2_000_000  # origins copied or compared for aliases, anchors and repeated keys; beyond, compose
+_WORK = 500_000  # origins copied or compared for aliases, anchors and repeated keys; beyond, compose
 _PLAIN_MAX = 50_000
 
 
@@ -131,7 +131,8 @@ class _Frame:
         self.at_key = is_map  # a list's frame never expects a key
         self.key: Any = None
         self.key_mark: Any = None
-        self.firsts: dict[Any, tuple[Any, Any]] = {}  # key value -> (its text, the mark of its first spelling)
+        self.firsts: dict[Any, tuple[Any, Any]] = {} if is_map else None  # type: ignore[assignment]
+        # (a mapping's: key value -> its text and the mark of its first spelling)
         self.anchor: str | None = None  # set when this frame opened a scope of its own
         self.outer: Path = ()  # then: its path in the enclosing scope
 
@@ -145,6 +146,9 @@ class _Anchored:
 
 class _Values:
     """Fed the guard's events; `variables()` then holds what fast._VarsFiles._read would return, or None."""
+
+    __slots__ = ("file", "result", "stack", "scopes", "root", "done", "documents", "top", "firsts", "anchors", "open",
+                 "work")
 
     def __init__(self, file: str) -> None:
         self.file = file
@@ -168,7 +172,12 @@ class _Values:
             return
         try:
             if kind is _SCALAR_EVENT:
-                value = _scalar(event)
+                if event.tag is None and _SIMPLE:  # _scalar(event), its most frequent case written out
+                    value = event.value
+                    if event.implicit[0] and value[:1] in _FIRST:
+                        value = _plain(value)
+                else:
+                    value = _scalar(event)
                 if event.anchor:
                     self._name(event.anchor)
                     self.anchors[event.anchor] = (value, event.start_mark)
@@ -227,7 +236,10 @@ class _Values:
             self._spoil()
             key, key_mark = _HOLE, mark
         else:
-            key, key_mark = frame.firsts.setdefault(value, (str(value), mark))
+            entry = frame.firsts.get(value)
+            if entry is None:
+                entry = frame.firsts[value] = (value if type(value) is str else str(value), mark)
+            key, key_mark = entry
         if key in frame.value:  # a repeated key: the later value wins, with its own origins, under the first key
             prefix = (*frame.path, key)
             size = len(prefix)
@@ -321,6 +333,9 @@ class _Values:
         if found is None or found.bad:  # recursive (still open), or its walk raises
             self._spoil()
             self._collection(None)
+            return
+        if self.scopes[-1].bad or (len(self.scopes) == 1 and not self.top[2]):
+            self._collection(None)  # a value never read (nor copied by an alias): no copy of what the alias names
             return
         scope, path = self._slot(parent)
         self._visit(found.anchors)
