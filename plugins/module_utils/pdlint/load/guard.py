@@ -1,6 +1,7 @@
 """Bounds on every file pdlint reads, checked before any parser builds values from it.
 
-One pass over libyaml's events (no values are constructed) measures nesting
+One pass over libyaml's events (no values are constructed here; for a vars file,
+events.py builds its variables from the events this pass accepted) measures nesting
 depth and the size an alias graph expands to, and finds duplicate keys; plain
 byte checks refuse binary, non-UTF-8 and oversized files. What is refused is a
 `load-error` naming the file (and line where there is one); duplicate keys are

@@ -164,31 +164,23 @@ def _script(path: str, data: bytes, allow_dynamic: bool) -> bool:
     return False
 
 
-def _scan(path: str, text: str, found: Preflight, limits: Limits) -> guard.Scan:
-    """guard.scan_yaml, or the memo's result for this content (clean scans only are kept)."""
+def _scan(path: str, text: str, found: Preflight, limits: Limits, shown: DisplayPaths | None = None) -> guard.Scan:
+    """guard.scan_yaml, or the memo's result for this content (clean scans only are kept). For a vars file
+    (shown: display paths for its origins), the same pass builds its variables into found.values (events.py)."""
     memo, key = found.memo, found.digests.get(path)
     if memo is not None and key is not None:
         known = memo.scan(path, key, limits)
         if known is not None:
             return guard.Scan(list(known[0]), list(known[1]))
-    scan = guard.scan_yaml(text, path, limits)
-    if memo is not None and key is not None and scan.syntax_error is None:
-        memo.put_scan(path, key, limits, (list(scan.duplicates), list(scan.top_keys)))
-    return scan
+    if shown is None:
+        scan = guard.scan_yaml(text, path, limits)
+    else:
+        from . import events
 
-
-def _scan_vars(path: str, text: str, found: Preflight, limits: Limits, shown: DisplayPaths) -> guard.Scan:
-    """_scan of a vars file: the same pass builds its variables (kept in found.values) unless the memo knows it."""
-    memo, key = found.memo, found.digests.get(path)
-    if memo is not None and key is not None:
-        known = memo.scan(path, key, limits)
-        if known is not None:
-            return guard.Scan(list(known[0]), list(known[1]))
-    from . import events
-
-    scan, values = events.scan_vars(text, path, limits, shown(path))
-    if values is not None:
-        found.values[path] = (shown(path), values)
+        file = shown(path)
+        scan, values = events.scan_vars(text, path, limits, file)
+        if values is not None:
+            found.values[path] = (file, values)
     if memo is not None and key is not None and scan.syntax_error is None:
         memo.put_scan(path, key, limits, (list(scan.duplicates), list(scan.top_keys)))
     return scan
@@ -290,7 +282,7 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
         if path in inventory_set:
             _inventory(path, text, data, allow_dynamic, found, limits)
             continue
-        scan = _scan_vars(path, text, found, limits, shown)
+        scan = _scan(path, text, found, limits, shown)
         if scan.syntax_error is not None:
             raise Refused(scan.syntax_error)
         found.findings.extend(scan.duplicates)
