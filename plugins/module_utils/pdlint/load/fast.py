@@ -21,7 +21,7 @@ from . import inventory_ops, roles, vars_files
 from .groups import invalid_names
 from .fast_model import Inventory
 from .fast_values import Unsupported, Var, check_tags, from_json, from_node, keyed_items, scalar
-from .paths import display_path
+from .paths import DisplayPaths, display_path
 
 __all__ = ["Unsupported", "load"]
 
@@ -50,8 +50,11 @@ class _Files:
                 preflight.compose(text, checked)
                 continue
             self.walked[key] = text
-            # A vars file whose variables the memo holds for this content composed cleanly then: composing it
-            # again could raise no error, so skipping it keeps the first error the same.
+            # A vars file whose variables the memo holds for this content composed cleanly then (so did an inventory
+            # file whose calls it holds), and one whose variables the preflight's scan built has no alias or anchor
+            # composing could fail on: composing either could raise no error, so skipping it keeps the first error.
+            if text in checked.values:
+                continue
             digest = checked.digests.get(text)
             if memo is None or not (memo.known(key, digest) or memo.knows_inventory(key, digest)):
                 self.docs[key] = preflight.compose(text, checked)
@@ -60,6 +63,15 @@ class _Files:
         if path not in self.docs:
             self.docs[path] = preflight.compose(self.walked.get(path, path), self.checked)
         return self.docs[path]
+
+    def values(self, path: str, shown: str) -> tuple[str, dict[str, Var]] | None:
+        """The text of a vars file and the variables the preflight's scan built from it, if it built them with
+        shown as their origins' file."""
+        walked = self.walked.get(path, path)
+        found = self.checked.values.get(walked)
+        if found is None or found[0] != shown:
+            return None
+        return self.checked.texts[walked], found[1]
 
     def digest(self, path: str) -> bytes | None:
         """The digest of the content read for path, when a memo is in use."""
@@ -191,7 +203,7 @@ class _VarsFiles:
         self.files = files
         self.cache: dict[tuple[str, str], dict[str, Var]] = {}
         self.listings: dict[str, frozenset[str] | None] = {}
-        self.shown: dict[str, str] = {}
+        self._shown = DisplayPaths()  # display_path of a normalized absolute path
 
     def of(self, subdir: str, names: Sequence[str]) -> dict[str, Var]:
         """Merged in Ansible's order: each inventory source in turn, the entities in precedence order within it."""
@@ -224,6 +236,11 @@ class _VarsFiles:
         return found
 
     def _read(self, path: str, shown: str) -> dict[str, Var]:
+        built = self.files.values(path, shown)
+        if built is not None:
+            is_json, data = _json(built[0])
+            if not is_json:  # Ansible tries JSON first: a JSON file's variables come from json below
+                return built[1]
         text, nodes = self.files.get(path)
         is_json, data = _json(text)
         if is_json and isinstance(data, dict):
@@ -241,14 +258,6 @@ class _VarsFiles:
         if isinstance(node, yaml.SequenceNode) and not node.value:
             return {}
         raise Unsupported(f"{path}: vars file is not a mapping")
-
-    def _shown(self, path: str) -> str:
-        """display_path of a normalized absolute path, with the relpath work done once per directory."""
-        directory, name = os.path.split(path)
-        if directory not in self.shown:
-            self.shown[directory] = display_path(directory)
-        shown = self.shown[directory]
-        return name if shown == "." else os.path.join(shown, name)
 
     @staticmethod
     def _mapping(node: Any, shown: str) -> dict[str, Var]:

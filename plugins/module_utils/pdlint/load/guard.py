@@ -1,6 +1,7 @@
 """Bounds on every file pdlint reads, checked before any parser builds values from it.
 
-One pass over libyaml's events (no values are constructed) measures nesting
+One pass over libyaml's events (no values are constructed here; for a vars file,
+events.py builds its variables from the events this pass accepted) measures nesting
 depth and the size an alias graph expands to, and finds duplicate keys; plain
 byte checks refuse binary, non-UTF-8 and oversized files. What is refused is a
 `load-error` naming the file (and line where there is one); duplicate keys are
@@ -9,6 +10,7 @@ byte checks refuse binary, non-UTF-8 and oversized files. What is refused is a
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from ..finding import Finding, Origin
@@ -101,8 +103,11 @@ class Scan:
     syntax_error: Finding | None = None
 
 
-def scan_yaml(text: str, path: str, limits: Limits) -> Scan:
-    """Depth, alias expansion and duplicate keys of a YAML text; Refused when over a limit."""
+def scan_yaml(text: str, path: str, limits: Limits, feed: Callable[[type, Any], None] | None = None) -> Scan:
+    """Depth, alias expansion and duplicate keys of a YAML text; Refused when over a limit.
+
+    feed, when given, is called with (type of event, event) for every event once the checks above have
+    passed it (events.py builds a vars file's values in this same pass); an event over a limit never reaches it."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -168,6 +173,8 @@ def scan_yaml(text: str, path: str, limits: Limits) -> Scan:
                 size = anchors.get(event.anchor, 1)
                 count(size, event)
                 place(size, event, None)
+            if feed is not None:
+                feed(kind, event)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"

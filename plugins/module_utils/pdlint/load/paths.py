@@ -12,3 +12,17 @@ def display_path(path: str, base: str | None = None) -> str:
     except ValueError:
         return path
     return path if rel.startswith("..") else rel
+
+
+class DisplayPaths:
+    """display_path of normalized absolute paths, the relpath work done once per directory."""
+
+    def __init__(self) -> None:
+        self.directories: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        directory, name = os.path.split(path)
+        shown = self.directories.get(directory)
+        if shown is None:
+            shown = self.directories[directory] = display_path(directory)
+        return name if shown == "." else os.path.join(shown, name)

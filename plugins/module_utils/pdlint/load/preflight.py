@@ -19,7 +19,7 @@ from typing import Any
 from ..finding import Finding, Origin
 from . import guard
 from .guard import Limits, Refused, refuse
-from .paths import display_path
+from .paths import DisplayPaths, display_path
 
 _YAML_EXT = (".yml", ".yaml", ".json")
 VARS_DIRS = ("group_vars", "host_vars")
@@ -51,6 +51,8 @@ class Preflight:
     yaml_errors: dict[str, Finding] = dataclasses.field(default_factory=dict)
     digests: dict[str, bytes] = dataclasses.field(default_factory=dict)  # path as walked -> its bytes' digest
     memo: Any = None  # the filememo.Memo this preflight used and the fast loader may use, if any
+    # Vars files whose variables the scan built (events.py): path as walked -> (file their origins name, variables)
+    values: dict[str, tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -162,14 +164,23 @@ def _script(path: str, data: bytes, allow_dynamic: bool) -> bool:
     return False
 
 
-def _scan(path: str, text: str, found: Preflight, limits: Limits) -> guard.Scan:
-    """guard.scan_yaml, or the memo's result for this content (clean scans only are kept)."""
+def _scan(path: str, text: str, found: Preflight, limits: Limits, shown: DisplayPaths | None = None) -> guard.Scan:
+    """guard.scan_yaml, or the memo's result for this content (clean scans only are kept). For a vars file
+    (shown: display paths for its origins), the same pass builds its variables into found.values (events.py)."""
     memo, key = found.memo, found.digests.get(path)
     if memo is not None and key is not None:
         known = memo.scan(path, key, limits)
         if known is not None:
             return guard.Scan(list(known[0]), list(known[1]))
-    scan = guard.scan_yaml(text, path, limits)
+    if shown is None:
+        scan = guard.scan_yaml(text, path, limits)
+    else:
+        from . import events
+
+        file = shown(path)
+        scan, values = events.scan_vars(text, path, limits, file)
+        if values is not None:
+            found.values[path] = (file, values)
     if memo is not None and key is not None and scan.syntax_error is None:
         memo.put_scan(path, key, limits, (list(scan.duplicates), list(scan.top_keys)))
     return scan
@@ -251,6 +262,7 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
     inventory, vars_files = _files(sources, limits, walk)
     found.vars_files = vars_files
     inventory_set = set(inventory)
+    shown = DisplayPaths()
     for path in inventory + vars_files:
         st = walk.stats.get(path) if overlay is None or path not in overlay else None
         if memo is not None and path not in inventory_set:
@@ -279,7 +291,7 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
         if path in inventory_set:
             _inventory(path, text, data, allow_dynamic, found, limits)
             continue
-        scan = _scan(path, text, found, limits)
+        scan = _scan(path, text, found, limits, shown)
         if scan.syntax_error is not None:
             raise Refused(scan.syntax_error)
         found.findings.extend(scan.duplicates)
