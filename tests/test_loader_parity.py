@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pdlint.hostvars import is_relevant
 from pdlint.load import fast, fast_config, reference, safety, select
@@ -37,7 +37,7 @@ from pdlint.load.preflight import LoadError
 loader, sources = sys.argv[1], sys.argv[2:]
 notes, info = [], []
 try:
-    hosts = [[h.host, h.values, sorted([list(p), o.file, o.line, o.column] for p, o in h.origins.items())]
+    hosts = [[h.host, h.values, sorted(([list(p), o.file, o.line, o.column] for p, o in h.origins.items()), key=repr)]
              for h in select.load(sources, loader=loader, notes=notes, note=info.append)]
     error = None
 except LoadError as exc:
@@ -70,7 +70,8 @@ def _load(loader: str, sources: list[str]) -> dict[str, Any]:
     notes: list[Any] = []
     info: list[str] = []
     try:
-        hosts: Any = [[h.host, h.values, sorted([list(p), o.file, o.line, o.column] for p, o in h.origins.items())]
+        hosts: Any = [[h.host, h.values,  # origin paths mix names and list indexes: sorted by their text
+                       sorted(([list(p), o.file, o.line, o.column] for p, o in h.origins.items()), key=repr)]
                       for h in select.load(sources, loader=loader, notes=notes, note=info.append)]
         error = None
     except LoadError as exc:
@@ -282,6 +283,7 @@ INI_LINES = [
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(INI_LINES), min_size=1, max_size=8), st.sampled_from(["hosts.ini", "hosts", "hosts.yml"]))
+@example(["[g:vars]", "vllm_x=[1, [2, [3]]]"], "hosts.ini")  # origins under list indexes and names alike
 def test_ini_lines(lines: list[str], name: str) -> None:
     """INI text in a .ini file, a file without extension, or a .yml file (the INI plugin reads it after YAML)."""
     text = "[g]\nh0\n" + "\n".join(lines) + "\n"

@@ -122,3 +122,19 @@ all:
 def test_role_conflicts(hosts: str, files: dict[str, str], message: str | None, lint) -> None:
     found = [f for f in lint(hosts, **files) if f.rule == "deployment[role-conflict]"]
     assert [f.message for f in found] == ([message] if message else [])
+
+
+@pytest.mark.parametrize("loader", ["fast", "ansible"])
+@pytest.mark.parametrize("value", ["!!int abc", "!!float x", "!!bool maybe"])
+def test_a_value_its_tag_cannot_construct_is_a_load_error_naming_the_file(tmp_path, capsys, loader: str,
+                                                                           value: str) -> None:
+    """`!!int abc` fails ansible-core's load: exit 2 with the vars file named, never an internal error."""
+    from pdlint import cli
+
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "hosts.yml").write_text(HOSTS)
+    (tmp_path / "group_vars" / "all.yml").write_text(f"vllm_dtype: half\nvllm_port: {value}\n")
+    assert cli.main([str(tmp_path), "--no-cache", "--loader", loader]) == 2
+    out = capsys.readouterr()
+    assert "internal error" not in out.err
+    assert "group_vars/all.yml" in out.out and "load-error" in out.out

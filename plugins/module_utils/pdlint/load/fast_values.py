@@ -54,7 +54,10 @@ def scalar(node: Any) -> Any:
     construct = _CONSTRUCT.get(node.tag)
     if construct is None or not isinstance(node, yaml.ScalarNode):
         raise Unsupported(f"YAML tag {node.tag}")
-    return construct(_CTOR, node)
+    try:
+        return construct(_CTOR, node)
+    except Exception as exc:  # noqa: BLE001 - `!!int abc`, `!!bool maybe`: ansible-core's loader reports the error
+        raise Unsupported(f"YAML {node.tag} value {node.value!r} cannot be constructed ({exc})") from None
 
 
 def _origin(file: str, node: Any) -> Origin:

@@ -153,8 +153,13 @@ def _loader(skip: set[str], checked: preflight.Preflight) -> Any:
                 return {}
             try:
                 data = super().load_from_file(file_name, *args, **kwargs)
-            except Exception:
+            except Exception as exc:
                 _check_vars_file(real, vars_files)
+                if real in vars_files:  # ansible-core's own error names no file (`!!int abc`): name it here
+                    origin = _error_origin(exc)
+                    raise LoadError(Finding(
+                        origin if origin.file else Origin(display_path(vars_files[real])), "load-error", "error",
+                        f"cannot load vars file: {_message(exc)}", "fix the value the error names")) from None
                 raise
             if data and not isinstance(data, Mapping):
                 _check_vars_file(real, vars_files)
