@@ -86,3 +86,13 @@ def test_ordinary_values_skip_jsonschema(tmp_path: Path) -> None:
             "print(rc, 'jsonschema' in sys.modules, 'ansible' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "inv")], capture_output=True, text=True, check=False)
     assert out.stdout.split()[-3:] == ["0", "False", "False"], out.stdout + out.stderr
+
+
+def test_required_is_understood() -> None:
+    """MoRIIO's kv_connector_extra_config requires http_port (the schema's one `required` outside an `if`)."""
+    moriio = {"kv_connector": "MoRIIOConnector", "kv_role": "kv_producer",
+              "kv_connector_extra_config": {"http_port": 8000}}
+    assert surely_valid(DOC["properties"]["vllm_kv_transfer_config"], moriio, DOC)
+    missing = {**moriio, "kv_connector_extra_config": {}}
+    assert not surely_valid(DOC["properties"]["vllm_kv_transfer_config"], missing, DOC)
+    assert list(VALIDATOR.iter_errors({"vllm_kv_transfer_config": missing}))

@@ -77,6 +77,9 @@ def surely_valid(schema: Any, value: Any, root: dict[str, Any]) -> bool:
                 return False
         elif key in ("then", "else"):
             continue  # judged with their `if`
+        elif key == "required":
+            if isinstance(value, dict) and not all(k in value for k in arg):
+                return False
         elif key == "items":
             if isinstance(value, list) and not (isinstance(arg, dict) and all(surely_valid(arg, v, root)
                                                                               for v in value)):
