@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from . import NEWEST_VLLM, engine, listings, report, schema
+from . import NEWEST_VLLM, report
 from . import config as configuration
 from .config import Config
 from .finding import Finding
@@ -58,6 +58,8 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         sys.stderr.write(f"pdlint: info: {text}\n")
     if not loaded:
         raise _NoHosts
+    from . import engine  # the rules and the vllm layer, imported only when a run is not answered from the cache
+
     result = engine.lint(loaded, config)
     return runs.Outcome(configuration.apply(notes, config) + result.findings, result.suppressed, len(loaded),
                         len(result.topology.deployments),
@@ -128,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in argv
     try:
         if argv and argv[0] == "rules" and not os.path.exists("rules"):
+            from . import listings
+
             return listings.rules(argv[1:])
         if argv and argv[0] == "versions" and not os.path.exists("versions"):
             from .versions import listing
@@ -135,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(listing())
             return 0
         if argv and argv[0] == "models" and not os.path.exists("models"):
+            from . import listings
+
             return listings.models(argv[1:])
         if argv and argv[0] == "explain" and not os.path.exists("explain"):
             from .explain.command import explain
@@ -145,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return lsp(argv[1:])
         if argv and argv[0] == "schema" and not os.path.exists("schema"):
+            from . import schema
+
             sys.stdout.write(schema.dumps())
             return 0
         try:

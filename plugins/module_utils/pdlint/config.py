@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from .finding import SEVERITIES, Finding
-from .rules import REGISTRY
-from .vllm import releases
+from .rule_ids import IDS as REGISTRY
+from .spec import VERSION_PATTERN
 
 KEYS = ("select", "ignore", "severity", "vllm_version", "strict")
 
@@ -29,6 +30,7 @@ class Config:
 
 
 DEFAULT = Config()
+_VERSION = re.compile(VERSION_PATTERN)  # what vllm/releases.py parses, without loading the vllm layer
 
 
 def families() -> frozenset[str]:
@@ -106,7 +108,7 @@ def parse(data: Any, source: str, table: str = "") -> Config:
     if unknown:
         raise ConfigError(f"{source}: {table}{unknown[0]}: unknown key (known: {', '.join(KEYS)})")
     version = data.get("vllm_version")
-    if version is not None and not (isinstance(version, str) and releases.parse(version)):
+    if version is not None and not (isinstance(version, str) and _VERSION.match(version)):
         raise ConfigError(f"{source}: {table}vllm_version: expected a release such as \"0.32.0\" (see `pdlint versions`), got {version!r}")
     strict = data.get("strict", False)
     if not isinstance(strict, bool):

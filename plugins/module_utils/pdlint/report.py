@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 
 from .annotations import github
 from .finding import Finding
-from .sarif import as_sarif
 
 
 def line(f: Finding, suppressed: bool = False) -> str:
@@ -42,6 +41,8 @@ def as_json(findings: Sequence[Finding], suppressed: Sequence[Finding] | None = 
 
 
 def _sarif(findings: Sequence[Finding], suppressed: Sequence[Finding] | None = None) -> str:
+    from .sarif import as_sarif  # it describes every rule: the rules are imported only for SARIF output
+
     return as_sarif(findings, suppressed or ())
 
 
