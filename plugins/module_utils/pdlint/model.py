@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from .finding import UNKNOWN, Origin
 
@@ -59,8 +59,8 @@ class Instance:
     skip: frozenset[str] = frozenset()
     origins: Mapping[str, Origin] = dataclasses.field(default_factory=dict)
     unresolved: frozenset[str] = frozenset()
-    # What the vllm layer derived from this (immutable) instance, asked ~35 times per instance by the rules:
-    # its effective connector, family, release. Not a field of the value: not compared, copied or shown.
+    # What the vllm layer derived from this (immutable) instance (per_instance below), asked ~35 times per
+    # instance by the rules: its effective connector, family, release. Not compared, copied or shown.
     memo: dict[str, Any] = dataclasses.field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
@@ -84,6 +84,23 @@ class Instance:
     def gpus_per_node(self) -> int:
         """GPUs this instance uses on its node: TP x PP x local DP, split over nnodes."""
         return self.tp * self.pp * self.dp_local // max(self.nnodes, 1)
+
+
+T = TypeVar("T")
+
+
+def per_instance(fn: Callable[[Instance], T]) -> Callable[[Instance], T]:
+    """fn(inst) computed once per instance and kept in inst.memo (fn must not return inst itself: a cycle)."""
+    key = f"{fn.__module__}.{fn.__qualname__}"
+
+    @functools.wraps(fn)
+    def remembered(inst: Instance) -> T:
+        memo = inst.memo
+        if key not in memo:
+            memo[key] = fn(inst)
+        return memo[key]  # type: ignore[no-any-return]
+
+    return remembered
 
 
 @dataclasses.dataclass(frozen=True)

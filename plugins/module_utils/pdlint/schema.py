@@ -188,6 +188,11 @@ _REWRITTEN = ("vllm_kv_transfer_config", "vllm_instances")
 Seen = dict[int, tuple[Any, str, list[Problem]]]
 
 
+def _remembered(seen: Seen | None, name: str, value: Any) -> tuple[Any, str, list[Problem]] | None:
+    known = seen.get(id(value)) if seen is not None else None
+    return known if known is not None and known[0] is value and known[1] == name else None
+
+
 def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None) -> Iterator[Finding]:
     """Every schema error of one host, each at the line of the offending value.
 
@@ -214,11 +219,9 @@ def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None) ->
         if name in rewritten:
             problems.extend(_variable_problems(name, doc[name]))
             continue
-        known = seen.get(id(value)) if seen is not None else None
-        if known is None or known[0] is not value or known[1] != name:
-            known = before.get(id(value)) if before is not None else None
-            if known is None or known[0] is not value or known[1] != name:
-                known = (value, name, _variable_problems(name, _prepare(value)))
+        known = _remembered(seen, name, value)
+        if known is None:
+            known = _remembered(before, name, value) or (value, name, _variable_problems(name, _prepare(value)))
             if seen is not None:
                 seen[id(value)] = known  # holds the value: its id is not reused while seen lives
         problems.extend(known[2])

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..model import Instance
+from ..model import Instance, per_instance
 from . import external, registry
 from .history import history
 from .releases import Release, Timeline
@@ -109,14 +109,13 @@ def is_composite(inst: Instance) -> bool:
     return wrapper(inst.connector, inst.module_path, release(inst)) is not None
 
 
+@per_instance
 def children(inst: Instance) -> tuple[Child, ...]:
     """The children the composite builds, in config order (empty for any other connector)."""
-    found = inst.memo.get("children")
-    if found is None:
-        items = inst.extra.get("connectors") if is_composite(inst) else None
-        found = inst.memo["children"] = tuple(_child(i, item) for i, item in enumerate(items)
-                                              if isinstance(item, Mapping)) if isinstance(items, list) else ()
-    return found
+    items = inst.extra.get("connectors") if is_composite(inst) else None
+    if not isinstance(items, list):
+        return ()
+    return tuple(_child(i, item) for i, item in enumerate(items) if isinstance(item, Mapping))
 
 
 def _child(index: int, item: Mapping[str, Any]) -> Child:
@@ -157,11 +156,14 @@ def as_child(inst: Instance, child: Child) -> Instance:
 
 def effective(inst: Instance) -> Instance:
     """inst as the pair rules see it: a composite's transfer child in place of the wrapper; others unchanged."""
-    memo = inst.memo
-    if "effective" not in memo:
-        child = transfer(inst)  # kept as None for inst itself: the instance must not hold itself (a cycle)
-        memo["effective"] = None if child is None else as_child(inst, child)
-    return memo["effective"] or inst
+    return _as_transfer_child(inst) or inst
+
+
+@per_instance
+def _as_transfer_child(inst: Instance) -> Instance | None:
+    """None for an instance that is no composite (kept as None: an instance must not hold itself, a cycle)."""
+    child = transfer(inst)
+    return None if child is None else as_child(inst, child)
 
 
 def views(inst: Instance) -> tuple[Instance, ...]:

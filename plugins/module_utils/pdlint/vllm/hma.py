@@ -1,22 +1,16 @@
 """The hybrid KV cache manager (HMA) per release: whether an engine runs it, and why it would not start."""
 from __future__ import annotations
 
-from ..model import Instance
+from ..model import Instance, per_instance
 from . import composite, external
 from .composite import HMA, MULTI, children, children_hma, class_hma, is_composite
 from .registry import HMA_DEFAULT, registered, supports_hma
 from .registry import release as registry_release
 
 
+@per_instance
 def enabled(inst: Instance) -> bool:
     """Whether the engine runs the hybrid KV cache manager (VllmConfig.__post_init__ of its release, HMA_DEFAULT)."""
-    found = inst.memo.get("hma")
-    if found is None:
-        found = inst.memo["hma"] = _enabled(inst)
-    return found
-
-
-def _enabled(inst: Instance) -> bool:
     release = registry_release(inst)
     mode = HMA_DEFAULT.at(release)
     if mode == "absent" or inst.connector and mode == "forced-off":
@@ -28,15 +22,9 @@ def _enabled(inst: Instance) -> bool:
     return mode == "by-connector" and bool(composite.supports_hma(inst))
 
 
+@per_instance
 def known(inst: Instance) -> bool:
     """enabled() is decided: not an unset flag resolved by an out-of-tree class pdlint cannot see."""
-    found = inst.memo.get("hma-known")
-    if found is None:
-        found = inst.memo["hma-known"] = _known(inst)
-    return found
-
-
-def _known(inst: Instance) -> bool:
     release = registry_release(inst)
     return (inst.disable_hma is not None or not inst.connector or HMA_DEFAULT.at(release) != "by-connector"
             or composite.supports_hma(inst) is not None)

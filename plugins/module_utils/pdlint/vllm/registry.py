@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 import functools
 
-from ..model import Instance
+from ..model import Instance, per_instance
 from .releases import DEFAULT, NEWEST, R, Release, Timeline, resolve, spans_of
 
 _F = "kv_connector/factory.py, KVConnectorFactory.register_connector calls"
@@ -186,12 +186,10 @@ def release_of(inst: Instance) -> Release | None:
     return resolve(inst.version).release
 
 
+@per_instance
 def release(inst: Instance) -> Release:
     """The release whose rules apply to the instance: its own, or the default where vllm_version is unparsable."""
-    found = inst.memo.get("release")
-    if found is None:
-        found = inst.memo["release"] = resolve(inst.version).release or DEFAULT
-    return found
+    return resolve(inst.version).release or DEFAULT
 
 
 def registered(name: str, release: Release = NEWEST) -> bool:

@@ -1,16 +1,15 @@
 """What an instance's connector is to its release: family, push or pull, hash enforcement (a composite's transfer child)."""
 from __future__ import annotations
 
-from ..model import Instance
+from ..model import Instance, per_instance
 from . import composite
 from .registry import canonical, kind_of
 
 
+@per_instance
 def kind(inst: Instance) -> str | None:
     """Connector family of an instance (see kind_of); of a composite, its transfer child's (composite.py)."""
-    if "kind" not in inst.memo:
-        inst.memo["kind"] = kind_of(composite.effective(inst).connector)
-    return inst.memo["kind"]
+    return kind_of(composite.effective(inst).connector)
 
 
 def is_push(inst: Instance) -> bool:
