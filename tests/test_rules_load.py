@@ -138,3 +138,21 @@ def test_a_value_its_tag_cannot_construct_is_a_load_error_naming_the_file(tmp_pa
     out = capsys.readouterr()
     assert "internal error" not in out.err
     assert "group_vars/all.yml" in out.out and "load-error" in out.out
+
+
+def test_a_file_level_finding_sorts_beside_a_positioned_one_in_its_file(tmp_path, capsys) -> None:
+    """An unmatched host_vars file with a duplicate key: inventory[unmatched-vars] (no line) and
+    yaml[key-duplicates] (a line) in one file. Sorting them compared None with an int: an internal error."""
+    import json
+
+    from pdlint.cli import main
+
+    (tmp_path / "host_vars").mkdir()
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  vars: {vllm_pd_deployment: x}\n  hosts:\n    p1: {vllm_pd_role: prefill}\n"
+        "    d1: {vllm_pd_role: decode}\n")
+    (tmp_path / "host_vars" / "ghost.yml").write_text("vllm_port: 8000\nvllm_port: 8100\n")
+    code = main(["--no-cache", "--format", "json", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert (code, err) == (1, "")
+    assert [f["rule"] for f in json.loads(out)][:2] == ["inventory[unmatched-vars]", "yaml[key-duplicates]"]

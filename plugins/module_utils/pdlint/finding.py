@@ -2,18 +2,30 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 SEVERITIES = ("error", "warning", "info")
 
 
-@dataclasses.dataclass(frozen=True, order=True)
+def _number(n: int | None) -> tuple[bool, int]:
+    return (n is not None, n or 0)  # unknown first: a file-level finding before the lines of its file
+
+
+@functools.total_ordering
+@dataclasses.dataclass(frozen=True)
 class Origin:
     """Where a value was written: file, 1-based line and column (None when unknown)."""
 
     file: str = ""
     line: int | None = None
     column: int | None = None
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.file, _number(self.line), _number(self.column))
+
+    def __lt__(self, other: Origin) -> bool:
+        return self.key() < other.key()
 
     def __str__(self) -> str:
         parts = [self.file or "<inventory>"]
@@ -27,7 +39,8 @@ class Origin:
 UNKNOWN = Origin()
 
 
-@dataclasses.dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclasses.dataclass(frozen=True)
 class Finding:
     """One problem: sorted by origin first so output is stable and reads top to bottom."""
 
@@ -38,6 +51,14 @@ class Finding:
     hint: str | None = None
     hosts: tuple[str, ...] = ()
     deployment: str | None = None
+
+    def __lt__(self, other: Finding) -> bool:
+        # as the fields' order, with what is unknown (no line, no hint) first instead of a TypeError
+        return ((self.origin.key(), self.rule, self.severity, self.message, (self.hint is not None, self.hint or ""),
+                 self.hosts, (self.deployment is not None, self.deployment or ""))
+                < (other.origin.key(), other.rule, other.severity, other.message,
+                   (other.hint is not None, other.hint or ""), other.hosts,
+                   (other.deployment is not None, other.deployment or "")))
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON output contract (DESIGN.md section 5): exactly these keys."""
