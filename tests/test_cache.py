@@ -130,7 +130,7 @@ def _truncate(entry: Path) -> None:
 
 def _foreign(entry: Path) -> None:
     data = bytearray(entry.read_bytes())
-    data[len(b"PDLINT-CACHE-1\n")] ^= 0xFF  # made by other pdlint code
+    data[len(b"PDLINT-CACHE-2\n")] ^= 0xFF  # made by other pdlint code
     entry.write_bytes(bytes(data))
 
 
@@ -293,6 +293,24 @@ def test_an_edit_that_keeps_the_stat_is_seen(cached: Path, tmp_path: Path, capsy
     assert os.stat(path).st_size == before.st_size
     edited = _run(inv, capsys)
     assert edited != clean and edited == _run(inv, capsys, "--no-cache")
+
+
+@pytest.mark.parametrize("entry", ["group_vars/empty", "host_vars/notes/readme.txt", "group_vars/a_decode.txt"])
+def test_an_entry_no_file_is_read_from_is_seen(entry: str, cached: Path, tmp_path: Path, capsys) -> None:
+    """A directory under group_vars/ or host_vars/ is reported when it matches no group or host, even with no
+    file pdlint reads in it: adding one changes the answer, so it must change the cache's key."""
+    inv = _inventory(tmp_path, {"a": 4})
+    clean = _run(inv, capsys)
+    path = inv / entry
+    if path.suffix:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("notes\n")
+    else:
+        path.mkdir()
+    added = _run(inv, capsys)
+    assert added == _run(inv, capsys, "--no-cache")
+    if entry != "group_vars/a_decode.txt":  # a .txt file beside group files: Ansible ignores it, so does pdlint
+        assert added != clean and "inventory[unmatched-vars]" in added[1]
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])

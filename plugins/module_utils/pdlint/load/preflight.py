@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import hashlib
 import os
 import re
 import stat
@@ -60,6 +61,8 @@ class _Walk:
     limits: Limits
     seen: int = 0
     stats: dict[str, os.stat_result] = dataclasses.field(default_factory=dict)  # each regular file's, as walked
+    bases: list[str] = dataclasses.field(default_factory=list)  # the directories beside the sources
+    listed: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # each directory's names
 
     def entries(self, directory: str, chain: tuple[str, ...]) -> Iterator[tuple[str, tuple[str, ...]]]:
         """(path, chain of real directories) of a directory's entries, sorted; symlink loops refused."""
@@ -71,6 +74,7 @@ class _Walk:
             names = sorted(os.listdir(directory))
         except OSError as exc:
             raise refuse(directory, f"cannot list directory: {exc.strerror}") from None
+        self.listed[directory] = names
         self.seen += len(names)
         if self.seen > self.limits.max_files:
             raise refuse(directory, f"more than {self.limits.max_files:,} files under the inventory",
@@ -233,15 +237,46 @@ def _files(sources: Sequence[str], limits: Limits, walk: _Walk | None = None) ->
         else:
             inventory.extend(_inventory_files(source, (), walk))
             bases.append(source)
-    return inventory, [f for base in dict.fromkeys(bases) for f in _vars_files(base, walk)]
+    walk.bases = list(dict.fromkeys(bases))
+    return inventory, [f for base in walk.bases for f in _vars_files(base, walk)]
 
 
 Stat = tuple[str, int, int, int, int, int, int]
 
 
-def fingerprints(sources: Sequence[str], limits: Limits | None = None) -> list[Stat] | None:
+def _stat(path: str) -> Stat:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (path, -2, 0, 0, 0, 0, 0)
+    return (path, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def listing(path: str, listed: Mapping[str, list[str]] | None = None) -> Stat:
+    """fingerprints()' entry for a group_vars/ or host_vars/ directory (its names, as the walk listed them)."""
+    names = (listed or {}).get(path)
+    if names is None:
+        try:
+            names = sorted(os.listdir(path))
+        except OSError:
+            return (path, -1, -1, 0, 0, 0, 0)
+    digest = hashlib.blake2b("\0".join(names).encode("utf-8", "surrogateescape"), digest_size=8).digest()
+    return (path, -1, len(names), int.from_bytes(digest, "big"), 0, 0, 0)
+
+
+def fingerprints(sources: Sequence[str], limits: Limits | None = None,
+                 known: Sequence[Stat] | None = None) -> list[Stat] | None:
     """(path, mode, size, mtime_ns, ctime_ns, inode, device) of every file check() reads, in its order: what
-    a cached result of these sources depends on. None where check() would refuse something (it says why)."""
+    a cached result of these sources depends on. None where check() would refuse something (it says why).
+
+    Then, for each group_vars/ and host_vars/ directory, (path, -1, entries, hash of their names, 0, 0, 0): an
+    entry no file is read from (an empty directory, one of .txt files) is still reported as matching no host or
+    group (vars_files.unmatched). Names, not the directory's stat, which every editor's save-by-rename changes.
+
+    known: the fingerprints of an earlier call; the same paths are asked again, without a walk (a file added
+    since is not seen: it changes the next walk's list)."""
+    if known is not None:
+        return [listing(path) if mode == -1 else _stat(path) for path, mode, *_ in known]
     try:
         walk = _Walk(limits or Limits())
         inventory, vars_files = _files(sources, walk.limits, walk)
@@ -249,6 +284,7 @@ def fingerprints(sources: Sequence[str], limits: Limits | None = None) -> list[S
         for path in inventory + vars_files:
             st = walk.stats.get(path) or os.stat(path)
             found.append((path, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev))
+        found.extend(listing(os.path.join(base, name), walk.listed) for base in walk.bases for name in VARS_DIRS)
         return found
     except (Refused, OSError):
         return None

@@ -123,15 +123,15 @@ def get(e: Entry) -> Outcome | None:
 
 
 def _racy(files: Fingerprint, started: int) -> list[tuple[str, bytes | None]]:
-    return [(path, _digest(path)) for path, _, _, mtime, ctime, _, _ in files
-            if max(mtime, ctime) >= started - _RACY_NS]
+    return [(path, _digest(path)) for path, mode, _, mtime, ctime, _, _ in files
+            if mode != -1 and max(mtime, ctime) >= started - _RACY_NS]  # -1: a directory's names
 
 
 def put(e: Entry, outcome: Outcome) -> None:
-    """Store outcome, unless a file changed while it was computed."""
-    current = preflight.fingerprints(e.sources, e.limits)
+    """Store outcome, unless a file changed while it was computed (asked by stat, without a walk: a file added
+    meanwhile changes the next run's key anyway)."""
     racy = _racy(e.files, e.started)
-    if current != e.files or racy != e.racy:
+    if racy != e.racy or preflight.fingerprints(e.sources, e.limits, known=e.files) != e.files:
         return
     store.write(e.slot, (e.key, racy, [store.row(f) for f in outcome.findings], [store.row(f) for f in outcome.suppressed],
                         outcome.hosts, outcome.deployments, outcome.assumed, list(outcome.notes)))
