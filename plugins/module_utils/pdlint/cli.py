@@ -39,21 +39,33 @@ def _entry(args: argparse.Namespace, sources: list[str], config: Config) -> runs
 
 
 def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes: list[Finding],
-             cached: bool) -> runs.Outcome:
-    """Load and check one inventory (cached: with the on-disk per-file memo). Raises LoadError, _NoHosts."""
+             entry: runs.Entry | None) -> runs.Outcome:
+    """Load and check one inventory (with a cache entry: only what an edit touched, else with the on-disk per-file
+    memo). Raises LoadError, _NoHosts."""
     from .load import select
 
     said: list[str] = []  # the loader's informational lines, kept so a cached run repeats them
+    limits = guard.Limits(max_file_bytes=args.max_file_size)
+    static = not (args.allow_lookups or args.allow_inventory_plugins)
+    reusable = entry is not None and static and args.loader == "fast" and not args.vault_password_file
+    keep = None
+    if reusable:
+        from . import incremental
+        from .load import fast
 
+        again = incremental.outcome(entry, sources, config, limits)
+        if again is not None:
+            return again
+        keep = fast.Kept()
     memo = None
-    if cached and not (args.allow_lookups or args.allow_inventory_plugins):
+    if entry is not None and static:
         from .load import filememo
 
         memo = filememo.on_disk([s if "," in s else os.path.abspath(s) for s in sources])
     loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
-                         allow_plugins=args.allow_inventory_plugins,
-                         limits=guard.Limits(max_file_bytes=args.max_file_size),
-                         vault_password_file=args.vault_password_file, notes=notes, note=said.append, memo=memo)
+                         allow_plugins=args.allow_inventory_plugins, limits=limits,
+                         vault_password_file=args.vault_password_file, notes=notes, note=said.append, memo=memo,
+                         keep=keep)
     for text in said:
         sys.stderr.write(f"pdlint: info: {text}\n")
     if not loaded:
@@ -61,9 +73,14 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
     from . import engine  # the rules and the vllm layer, imported only when a run is not answered from the cache
 
     result = engine.lint(loaded, config)
+    state = None
+    if keep is not None and not said:
+        from . import incremental
+
+        state = incremental.state(keep, loaded, result.found, result.topology)
     return runs.Outcome(configuration.apply(notes, config) + result.findings, result.suppressed, len(loaded),
                         len(result.topology.deployments),
-                        any("version" not in i.origins for i in result.topology.instances), said)
+                        any("version" not in i.origins for i in result.topology.instances), said, state)
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -84,7 +101,7 @@ def _lint(args: argparse.Namespace) -> int:
         notes: list[Finding] = []
         try:
             entry = _entry(args, sources, config)
-            outcome = runs.through(entry, lambda: _outcome(args, sources, config, notes, entry is not None),
+            outcome = runs.through(entry, lambda: _outcome(args, sources, config, notes, entry),
                                    static=not (args.allow_lookups or args.allow_inventory_plugins))
         except LoadError as exc:
             sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))

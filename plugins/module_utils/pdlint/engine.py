@@ -55,6 +55,7 @@ class Result:
     findings: list[Finding]
     suppressed: list[Finding]
     topology: Topology
+    found: list[Finding] = dataclasses.field(default_factory=list)  # every finding, before pdlint_skip and config
 
 
 def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars]:
@@ -75,8 +76,17 @@ def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT) -> R
     for rule in CHECKS:
         found.extend(rule.check(topology))
     found = merge(found)
-    marks = suppress.entries(hosts)
+    kept, suppressed = finish(found, suppress.entries(hosts), redact.secret_texts(hosts), config)
+    return Result(kept, suppressed, topology, found)
+
+
+def finish(found: list[Finding], marks: Sequence[suppress.Entry], secrets: set[str],
+           config: Config) -> tuple[list[Finding], list[Finding]]:
+    """(kept, suppressed) of merged findings: pdlint_skip's split and its own findings, then config.
+
+    Shared by lint() and a run that reuses the findings of the hosts an edit did not touch (incremental.py).
+    """
     kept, suppressed = suppress.split(merge([*found, *suppress.problems(found, marks)]), marks)
-    secrets = redact.secret_texts(hosts)  # vault-decrypted text never reaches any output
-    return Result(redact.apply(configuration.apply(kept, config), secrets),
-                  redact.apply(configuration.apply(suppressed, config), secrets), topology)
+    # vault-decrypted text never reaches any output
+    return (redact.apply(configuration.apply(kept, config), secrets),
+            redact.apply(configuration.apply(suppressed, config), secrets))

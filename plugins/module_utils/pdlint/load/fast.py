@@ -6,6 +6,7 @@ does not model raises Unsupported, and the caller uses the reference loader.
 """
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
@@ -340,24 +341,38 @@ def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefi
 
 
 def load(sources: Sequence[str], *, allow_lookups: bool = False, checked: preflight.Preflight | None = None,
-         notes: list[Finding] | None = None) -> list[HostVars]:
+         notes: list[Finding] | None = None, keep: Kept | None = None) -> list[HostVars]:
     """Every host with its pdlint variables, as the reference loader returns them. Raises Unsupported, LoadError.
 
     `checked` is the preflight of these sources (run here when not given); group-name warnings go to notes.
     Hosts with a templated value are rendered by the reference loader (ansible-core imported only then).
+    keep, when given with notes, receives what load_hosts() needs to load some hosts again (unless a template
+    made the reference loader take part).
     """
     # The cyclic GC rescans the ever-growing heap of parsed nodes (no cycles among them): a third of the time at 10k.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(sources, allow_lookups, checked, notes)
+        return _load(sources, allow_lookups, checked, notes, keep)
     finally:
         if enabled:
             gc.enable()
 
 
+@dataclasses.dataclass
+class Kept:
+    """What a whole load leaves for loading some of its hosts again while its inventory files are unchanged: the
+    parsed inventory, its notes that depend only on them and the file list, and each host's role conflicts."""
+
+    inventory: Inventory | None = None
+    structure: list[Finding] = dataclasses.field(default_factory=list)
+    roles: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)
+    by_file: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)  # the preflight's, by file
+    inventory_files: list[str] = dataclasses.field(default_factory=list)  # as the preflight walked them
+
+
 def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Preflight | None,
-          notes: list[Finding] | None) -> list[HostVars]:
+          notes: list[Finding] | None, keep: Kept | None) -> list[HostVars]:
     settings = fast_config.check()
     sources = [s if "," in s else os.path.abspath(s) for s in sources]
     if checked is None:
@@ -372,19 +387,90 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
     for source in sources:
         _source(inv, source, files)
     inv.reconcile()
+    structure = [*invalid_names(inv.groups, [s for s in sources if "," not in s], inv.declared),
+                 *vars_files.unmatched(sources, inv.hosts, inv.groups)]
     if notes is not None:
-        notes.extend(invalid_names(inv.groups, [s for s in sources if "," not in s], inv.declared))
-        notes.extend(vars_files.unmatched(sources, inv.hosts, inv.groups))
-    depth = inv.depths()
+        notes.extend(structure)
+    names = sorted(inv.hosts)
     by_name = _VarsFiles(sources, files)
     ancestors = {g: inv.ancestors(g) for g in inv.groups}
+    result = _resolve(inv, names, by_name, ancestors, checked.memo)
+    templated = {name for name, hv in zip(names, result) if hv is None}
+    final = [hv for hv in result if hv is not None]
+    if templated:
+        from . import reference
+
+        rendered = iter(reference.load(sources, allow_lookups=allow_lookups, only=templated, checked=checked))
+        final = [hv if hv is not None else next(rendered) for hv in result]
+    if notes is not None:
+        conflicts = list(_role_conflicts(inv, by_name, ancestors, final))
+        notes.extend(f for _, f in conflicts)
+        if keep is not None and not templated:
+            keep.inventory, keep.structure = inv, structure
+            for host, finding in conflicts:
+                keep.roles.setdefault(host, []).append(finding)
+    return final
+
+
+def load_hosts(sources: Sequence[str], inv: Inventory, checked: preflight.Preflight,
+               names: Sequence[str]) -> tuple[list[HostVars], dict[str, list[Finding]]]:
+    """Some hosts of an inventory a whole load kept (its files unchanged), from a preflight of the vars files they
+    read: their variables as load() gives them, and their role conflicts. Raises Unsupported (a template, which
+    the reference loader renders), LoadError."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        sources = [s if "," in s else os.path.abspath(s) for s in sources]
+        if checked.encrypted:
+            raise Unsupported("vault-encrypted files")
+        files = _Files([s for s in sources if "," not in s], checked)
+        by_name = _VarsFiles(sources, files)
+        ancestors = {g: inv.ancestors(g) for g in inv.groups}
+        names = sorted(names)
+        result = _resolve(inv, names, by_name, ancestors, None)
+        if any(hv is None for hv in result):
+            raise Unsupported("a templated value")
+        final = [hv for hv in result if hv is not None]
+        roles: dict[str, list[Finding]] = {}
+        for host, finding in _role_conflicts(inv, by_name, ancestors, final, names):
+            roles.setdefault(host, []).append(finding)
+        return final, roles
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def read_by(inv: Inventory, sources: Sequence[str], path: str) -> list[str] | None:
+    """The hosts whose variables a group_vars/host_vars file is read into (None: a file of no entity, or all)."""
+    path = os.path.abspath(path)
+    for base in {os.path.realpath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources if "," not in s}:
+        for subdir in ("group_vars", "host_vars"):
+            folder = os.path.join(base, subdir)
+            if not path.startswith(folder + os.sep):
+                continue
+            entry = path[len(folder) + 1:].split(os.sep)[0]
+            name = vars_files.entity(entry, os.path.join(folder, entry))
+            found = _find_vars_files(folder, name)
+            if path not in found:
+                return None
+            if subdir == "host_vars":
+                return [name] if name in inv.hosts else []
+            if name == "all" or name not in inv.groups:
+                return None if name == "all" else []
+            return sorted(h for h, host in inv.hosts.items() if name in inv.host_groups(host))
+    return None
+
+
+def _resolve(inv: Inventory, names: Sequence[str], by_name: _VarsFiles, ancestors: dict[str, set[str]],
+             memo: Any) -> list[HostVars | None]:
+    """The named hosts' variables (None for a host with a templated value)."""
+    depth = inv.depths()
     by_groups: dict[tuple[str, ...], _Resolved] = {}
-    memo = checked.memo
     prefixed = _Prefixed(getattr(memo, "prefixed", None))
     if memo is not None:
         memo.prefixed = prefixed
     result: list[HostVars | None] = []
-    for name in sorted(inv.hosts):
+    for name in names:
         host = inv.hosts[name]
         member = set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
         groups = tuple(sorted(member, key=lambda g: (depth[g], inv.groups[g].priority, g)))
@@ -401,30 +487,24 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
         own.update(by_name.of("host_vars", [name]))
         result.append(_host_vars(name, by_groups[groups], own, prefixed))
     prefixed.done()
-    templated = {name for name, hv in zip(sorted(inv.hosts), result) if hv is None}
-    final = [hv for hv in result if hv is not None]
-    if templated:
-        from . import reference
-
-        rendered = iter(reference.load(sources, allow_lookups=allow_lookups, only=templated, checked=checked))
-        final = [hv if hv is not None else next(rendered) for hv in result]
-    if notes is not None:
-        notes.extend(_role_conflicts(inv, by_name, ancestors, final))
-    return final
+    return result
 
 
 def _role_conflicts(inv: Inventory, by_name: _VarsFiles, ancestors: dict[str, set[str]],
-                    result: list[HostVars]) -> Iterator[Finding]:
-    """roles.conflicts() over the fast loader's groups (templated hosts are the reference loader's to judge)."""
+                    result: list[HostVars], only: Sequence[str] | None = None) -> Iterator[tuple[str, Finding]]:
+    """roles.by_host() over the fast loader's groups (templated hosts are the reference loader's to judge), for
+    every host or only those named."""
+    hosts = inv.hosts if only is None else {name: inv.hosts[name] for name in only}
+    members = {name: set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
+               for name, host in hosts.items()}
     found: dict[str, roles.GroupRole] = {}
-    for name, group in inv.groups.items():
+    for name in inv.groups if only is None else sorted(set().union(*members.values())):
+        group = inv.groups[name]
         for layer in (group.vars, by_name.of("group_vars", [name])):
             var = layer.get(roles.ROLE)
             if name != "all" and var is not None:
                 found[name] = (var[0], var[1].get((), Origin()))
-    members = {name: set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
-               for name, host in inv.hosts.items()}
-    own = [name for name, host in inv.hosts.items()
+    own = [name for name, host in hosts.items()
            if roles.ROLE in host.vars or roles.ROLE in by_name.of("host_vars", [name])]
     winner = {hv.host: hv.values.get(roles.ROLE) for hv in result}
-    return roles.conflicts(members, found, ancestors, own, winner)
+    return roles.by_host(members, found, ancestors, own, winner)

@@ -179,3 +179,34 @@ def _expand_first(pattern: str) -> list[str]:
     except ValueError as exc:
         raise Unsupported(f"host range {pattern}") from exc
     return [head + (str(item).zfill(width) if width else str(item)) + tail for item in seq]
+
+
+def _var_data(var: Var) -> tuple[Any, dict[Any, tuple[str, int | None, int | None]]]:
+    value, origins = var
+    return value, {path: (o.file, o.line, o.column) for path, o in origins.items()}
+
+
+def _var(data: Any) -> Var:
+    value, origins = data
+    return value, {path: Origin(*o) for path, o in origins.items()}
+
+
+def dump(inv: Inventory) -> tuple[Any, ...]:
+    """The inventory as plain data the run cache keeps (marshal: no code runs when it is read back)."""
+    return (inv.safe_group_names,
+            {n: ({k: _var_data(v) for k, v in g.vars.items()}, g.children, g.parents, g.priority)
+             for n, g in inv.groups.items()},
+            {n: ({k: _var_data(v) for k, v in h.vars.items()}, h.groups) for n, h in inv.hosts.items()},
+            {n: (o.file, o.line, o.column) for n, o in inv.declared.items()})
+
+
+def restore(data: Any) -> Inventory:
+    """The inventory dump() gave (raises ValueError, TypeError on anything else)."""
+    safe, groups, hosts, declared = data
+    inv = Inventory.__new__(Inventory)
+    inv.safe_group_names = bool(safe)
+    inv.groups = {n: Group(n, {k: _var(v) for k, v in gv.items()}, list(children), list(parents), int(priority))
+                  for n, (gv, children, parents, priority) in groups.items()}
+    inv.hosts = {n: Host(n, {k: _var(v) for k, v in hv.items()}, list(member)) for n, (hv, member) in hosts.items()}
+    inv.declared = {n: Origin(*o) for n, o in declared.items()}
+    return inv

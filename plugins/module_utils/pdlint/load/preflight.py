@@ -46,6 +46,7 @@ class Preflight:
     encrypted: list[str] = dataclasses.field(default_factory=list)
     texts: dict[str, str] = dataclasses.field(default_factory=dict)  # path as walked -> UTF-8 text
     vars_files: list[str] = dataclasses.field(default_factory=list)  # group_vars/host_vars files, as walked
+    inventory_files: list[str] = dataclasses.field(default_factory=list)  # the others, as walked
     # Inventory files that only ansible-core's INI plugin can read: not UTF-8 (the lines it reads), or not YAML
     # though named .yml (the YAML syntax error, reported if the INI plugin rejects the file too).
     ini_lines: dict[str, list[str]] = dataclasses.field(default_factory=dict)
@@ -54,6 +55,7 @@ class Preflight:
     memo: Any = None  # the filememo.Memo this preflight used and the fast loader may use, if any
     # Vars files whose variables the scan built (events.py): path as walked -> (file their origins name, variables)
     values: dict[str, tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    by_file: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)  # path as walked -> its findings
 
 
 @dataclasses.dataclass
@@ -296,42 +298,71 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
     found = Preflight(memo=memo)
     walk = _Walk(limits)
     inventory, vars_files = _files(sources, limits, walk)
-    found.vars_files = vars_files
+    found.vars_files, found.inventory_files = vars_files, inventory
     inventory_set = set(inventory)
     shown = DisplayPaths()
     for path in inventory + vars_files:
         st = walk.stats.get(path) if overlay is None or path not in overlay else None
-        if memo is not None and path not in inventory_set:
-            same = memo.unchanged(path, st, limits)
-            if same is not None:  # the language server's memo: as read before, its scan and variables known
-                found.digests[path] = same[0]
-                found.findings.extend(same[1][0])
-                continue
-        data = _read(path, limits, overlay)
-        if data.lstrip().startswith(guard.VAULT_HEADER):
-            found.encrypted.append(path)
-            continue
-        if path in inventory_set:
-            lines = guard.ini_lines(data, path, limits)
-            if lines is not None:  # not UTF-8, but ansible-core's INI plugin reads it
-                found.ini_lines[path] = lines
-                _script(path, data, allow_dynamic)
-                continue
-        text = guard.text_of(data, path, limits)
-        found.texts[path] = text
-        if memo is not None:
-            from .store import digest
+        _file(path, path in inventory_set, st, found, limits, allow_dynamic, overlay, shown)
+    return found
 
-            found.digests[path] = digest(data)
-            memo.saw(path, st, found.digests[path])
-        if path in inventory_set:
-            _inventory(path, text, data, allow_dynamic, found, limits)
-            continue
+
+def check_files(paths: Sequence[str], limits: Limits | None = None) -> Preflight:
+    """check() of some vars files only (those an edit changed, as incremental.py reloads them); raises Refused."""
+    limits = limits or Limits()
+    found = Preflight(vars_files=list(paths))
+    shown = DisplayPaths()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for path in paths:
+            _regular(path)
+            _file(path, False, None, found, limits, False, None, shown)
+    finally:
+        if enabled:
+            gc.enable()
+    return found
+
+
+def _file(path: str, is_inventory: bool, st: os.stat_result | None, found: Preflight, limits: Limits,
+          allow_dynamic: bool, overlay: Mapping[str, str] | None, shown: DisplayPaths) -> None:
+    """Read and check one file into found."""
+    memo = found.memo
+    before = len(found.findings)
+    if memo is not None and not is_inventory:
+        same = memo.unchanged(path, st, limits)
+        if same is not None:  # the language server's memo: as read before, its scan and variables known
+            found.digests[path] = same[0]
+            found.findings.extend(same[1][0])
+            if len(found.findings) > before:
+                found.by_file[path] = found.findings[before:]
+            return
+    data = _read(path, limits, overlay)
+    if data.lstrip().startswith(guard.VAULT_HEADER):
+        found.encrypted.append(path)
+        return
+    if is_inventory:
+        lines = guard.ini_lines(data, path, limits)
+        if lines is not None:  # not UTF-8, but ansible-core's INI plugin reads it
+            found.ini_lines[path] = lines
+            _script(path, data, allow_dynamic)
+            return
+    text = guard.text_of(data, path, limits)
+    found.texts[path] = text
+    if memo is not None:
+        from .store import digest
+
+        found.digests[path] = digest(data)
+        memo.saw(path, st, found.digests[path])
+    if is_inventory:
+        _inventory(path, text, data, allow_dynamic, found, limits)
+    else:
         scan = _scan(path, text, found, limits, shown)
         if scan.syntax_error is not None:
             raise Refused(scan.syntax_error)
         found.findings.extend(scan.duplicates)
-    return found
+    if len(found.findings) > before:
+        found.by_file[path] = found.findings[before:]
 
 
 def yaml_files(checked: Preflight) -> Iterator[str]:

@@ -13,6 +13,12 @@ GroupRole = tuple[Any, Origin]
 
 def conflicts(members: Mapping[str, Iterable[str]], roles: Mapping[str, GroupRole], ancestors: Mapping[str, set[str]],
               own: Iterable[str], winner: Mapping[str, Any]) -> Iterator[Finding]:
+    """by_host()'s findings."""
+    return (finding for _, finding in by_host(members, roles, ancestors, own, winner))
+
+
+def by_host(members: Mapping[str, Iterable[str]], roles: Mapping[str, GroupRole], ancestors: Mapping[str, set[str]],
+            own: Iterable[str], winner: Mapping[str, Any]) -> Iterator[tuple[str, Finding]]:
     """An error for each host (not setting the role itself) whose unrelated groups set different roles.
 
     members: host -> its groups (ancestors included); roles: group -> its own role; ancestors: group -> its
@@ -31,10 +37,10 @@ def conflicts(members: Mapping[str, Iterable[str]], roles: Mapping[str, GroupRol
         parts = [f"{g} gives {value} ({origin})" for g, (value, origin) in given.items()]
         kept = winner.get(host)
         origin = next((o for value, o in given.values() if value == kept), next(iter(given.values()))[1])
-        yield Finding(origin, "deployment[role-conflict]", "error",
-                      f"host {host} is in groups that give it different roles: {'; '.join(parts)}; "
-                      f"Ansible keeps {kept}",
-                      f"put {host} in one role group, or set {ROLE} in host_vars/{host}.yml")  # file-level, as group names
+        yield host, Finding(origin, "deployment[role-conflict]", "error",
+                            f"host {host} is in groups that give it different roles: {'; '.join(parts)}; "
+                            f"Ansible keeps {kept}",
+                            f"put {host} in one role group, or set {ROLE} in host_vars/{host}.yml")  # file-level, as group names
 
 
 def from_ansible(inventory: Any, loader: Any, sources: list[str], winner: Mapping[str, Any]) -> list[Finding]:

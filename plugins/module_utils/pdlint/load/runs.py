@@ -38,6 +38,8 @@ class Outcome:
     deployments: int
     assumed: bool  # some instance sets no vllm_version
     notes: list[str]  # the informational lines written to stderr
+    # What a later run after an edit reuses (incremental.py): stored beside the outcome, under units_key()
+    state: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +53,8 @@ class Entry:
     limits: preflight.Limits | None
 
 
-def _digest(path: str) -> bytes | None:
+def digest_of(path: str) -> bytes | None:
+    """The digest of a file's content now (None: unreadable)."""
     try:
         with open(path, "rb") as fh:
             return store.digest(fh.read())
@@ -114,7 +117,7 @@ def get(e: Entry) -> Outcome | None:
         return None
     try:
         _, racy, findings, suppressed, hosts, deployments, assumed, notes = data
-        if any(_digest(path) != digest for path, digest in racy):
+        if any(digest_of(path) != digest for path, digest in racy):
             return None
         return Outcome([store.finding(r) for r in findings], [store.finding(r) for r in suppressed], hosts, deployments,
                        assumed, list(notes))
@@ -123,7 +126,7 @@ def get(e: Entry) -> Outcome | None:
 
 
 def _racy(files: Fingerprint, started: int) -> list[tuple[str, bytes | None]]:
-    return [(path, _digest(path)) for path, mode, _, mtime, ctime, _, _ in files
+    return [(path, digest_of(path)) for path, mode, _, mtime, ctime, _, _ in files
             if mode != -1 and max(mtime, ctime) >= started - _RACY_NS]  # -1: a directory's names
 
 
@@ -135,6 +138,20 @@ def put(e: Entry, outcome: Outcome) -> None:
         return
     store.write(e.slot, (e.key, racy, [store.row(f) for f in outcome.findings], [store.row(f) for f in outcome.suppressed],
                         outcome.hosts, outcome.deployments, outcome.assumed, list(outcome.notes)))
+    if outcome.state is not None:  # the files' stats without their paths, which the key holds
+        store.write(units_key(e), (store.name(tuple(path for path, *_ in e.files)), [f[1:] for f in e.files],
+                                   racy, outcome.state), units_folder())
+
+
+def units_key(e: Entry) -> str:
+    """Where the state of the last run in e's slot is kept for a run after an edit (incremental.py), in
+    units_folder()."""
+    return store.name(e.slot, "units")
+
+
+def units_folder() -> str:
+    """The run states' own folder beside the run entries (the per-file memo has one too)."""
+    return os.path.join(store.directory(), "units")
 
 
 _REFERENCE = f"{__package__}.reference"

@@ -24,13 +24,14 @@ def _note(text: str) -> None:
 def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = False, allow_plugins: bool = False,
          limits: guard.Limits | None = None, vault_password_file: str | None = None,
          notes: list[Finding] | None = None, note: Callable[[str], None] = _note,
-         overlay: Mapping[str, str] | None = None, memo: Any = None) -> list[HostVars]:
+         overlay: Mapping[str, str] | None = None, memo: Any = None, keep: Any = None) -> list[HostVars]:
     """The inventory's hosts from the chosen loader; `fast` falls back to `ansible` when it must. Raises LoadError.
 
     File-level warnings (duplicate keys, group names, files left encrypted) are appended to notes. overlay
     ({absolute path: text}, an editor's unsaved buffers) is read instead of those files by the preflight and the
     fast loader; ansible-core's loader reads the files on disk. memo (a filememo.Memo) answers for the files
     whose content it has seen; it is written back (when it has a place on disk) after a load that succeeds.
+    keep (a fast.Kept) receives what loading some hosts again needs, when the fast loader read every host.
     """
     sources = [s if "," in s else os.path.abspath(s) for s in sources]
     notes = notes if notes is not None else []
@@ -48,8 +49,10 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
             if allow_plugins:
                 raise fast.Unsupported("dynamic inventories are allowed")
             found: list[Finding] = []
-            hosts = fast.load(sources, allow_lookups=allow_lookups, checked=checked, notes=found)
+            hosts = fast.load(sources, allow_lookups=allow_lookups, checked=checked, notes=found, keep=keep)
             notes.extend(found)
+            if keep is not None:
+                keep.by_file, keep.inventory_files = checked.by_file, checked.inventory_files
             if memo is not None:
                 memo.save()
             return hosts

@@ -25,7 +25,7 @@ def _directories(sources: Sequence[str]) -> list[str]:
     return found
 
 
-def _entity(name: str, path: str) -> str:
+def entity(name: str, path: str) -> str:
     """The host or group an entry of a vars directory is for (a directory, or a file with or without extension)."""
     stem, ext = os.path.splitext(name)
     return stem if ext in _EXTS and not os.path.isdir(path) else name
@@ -46,7 +46,7 @@ def unmatched(sources: Sequence[str], hosts: Iterable[str], groups: Iterable[str
                 path = os.path.join(folder, entry)
                 if entry.startswith(".") or ignored(entry):
                     continue
-                name = _entity(entry, path)
+                name = entity(entry, path)
                 if name in members:
                     continue
                 what = "host" if kind == "host_vars" else "group"
