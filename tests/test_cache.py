@@ -316,7 +316,8 @@ def test_an_entry_no_file_is_read_from_is_seen(entry: str, cached: Path, tmp_pat
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
 def test_a_cached_run_does_not_load_the_rules(fmt: str, tmp_path: Path) -> None:
     """A run answered from the cache imports neither the rules, the vllm layer nor the schema (a third of a
-    warm run's time); SARIF output, which describes every rule, imports the rules (and with them the vllm layer)."""
+    warm run's time), nor yaml; SARIF output, which describes every rule, imports the rules (and with them the
+    vllm layer)."""
     work = tmp_path / "work"
     shutil.copytree(ROOT / "examples" / "inventory", work)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PDLINT_"))}
@@ -324,11 +325,12 @@ def test_a_cached_run_does_not_load_the_rules(fmt: str, tmp_path: Path) -> None:
     code = ("import io, sys, contextlib; from pdlint.cli import main\n"
             "out = io.StringIO()\n"
             "with contextlib.redirect_stdout(out): rc = main(['.', '--format', sys.argv[1]])\n"
-            "print(rc, 'pdlint.rules' in sys.modules, 'pdlint.vllm' in sys.modules, 'pdlint.schema' in sys.modules)\n")
+            "print(rc, 'pdlint.rules' in sys.modules, 'pdlint.vllm' in sys.modules, 'pdlint.schema' in sys.modules,\n"
+            "      'yaml' in sys.modules)\n")
     runs = [subprocess.run([sys.executable, "-c", code, fmt], cwd=work, env=env, capture_output=True, text=True,
                            check=False, timeout=60).stdout.split() for _ in range(2)]
-    assert runs[0] == ["1", "True", "True", "True"]  # checked: the example has errors
-    assert runs[1] == ["1", str(fmt == "sarif"), str(fmt == "sarif"), "False"]
+    assert runs[0] == ["1", "True", "True", "True", "True"]  # checked: the example has errors
+    assert runs[1] == ["1", str(fmt == "sarif"), str(fmt == "sarif"), "False", "False"]
 
 
 def test_the_rule_ids_listed_for_the_config_are_the_registered_rules() -> None:

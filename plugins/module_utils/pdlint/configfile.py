@@ -4,8 +4,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .config import DEFAULT, Config, ConfigError, parse
 from .paths import display, git_root
 
@@ -49,6 +47,8 @@ def read(path: Path) -> Config:
         if table is None:
             raise ConfigError(f"{shown}: no [tool.pdlint] table")
         return parse(table, shown, "tool.pdlint.")
+    import yaml  # only when a .pdlint.yaml is found: a run answered from the cache does not need it otherwise
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:

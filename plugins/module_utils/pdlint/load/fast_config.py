@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import safety
-from .fast_values import Unsupported
+from .unsupported import Unsupported
 
 _PRECEDENCE = ["all_inventory", "groups_inventory", "all_plugins_inventory", "all_plugins_play",
                "groups_plugins_inventory", "groups_plugins_play"]

@@ -13,6 +13,7 @@ from yaml.constructor import SafeConstructor
 
 from ..finding import Origin
 from ..hostvars import KEY, Path
+from .unsupported import Unsupported
 
 Origins = dict[Path, Origin]
 Var = tuple[Any, Origins]  # a value, and the origins below it keyed by relative path
@@ -23,10 +24,6 @@ _CONSTRUCT = {_STD + k: SafeConstructor.yaml_constructors[_STD + k] for k in ("i
 _CTOR = SafeConstructor()
 # Tags Ansible reads without error where pdlint does not look (vault and unsafe values of other variables).
 _TOLERATED = {_MAP, _SEQ, _STR, *_CONSTRUCT, "!vault", "!unsafe"}
-
-
-class Unsupported(Exception):
-    """Something the fast loader does not model: the reference loader must read this inventory."""
 
 
 def items(node: Any) -> Iterator[tuple[Any, Any]]:
