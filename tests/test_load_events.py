@@ -332,3 +332,17 @@ def test_aliases_in_a_value_never_read_are_not_copied() -> None:
         tracemalloc.stop()
     assert list(built) == ["vllm_x"] and len(built["vllm_x"][0]["k"][0]) == 1000
     assert peak < 20_000_000
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet=' \t\n\r\x0c\ufeff{}[]"-.:,0123456789tfnNIaeulrsxy#', max_size=12))
+def test_the_json_attempt_is_json_loads(text: str) -> None:
+    """fast._json skips json.loads when the first character cannot start a JSON value: it must answer as
+    json.loads does for every text (Ansible tries JSON before YAML)."""
+    import json
+
+    try:
+        expected: tuple[bool, Any] = (True, json.loads(text))
+    except ValueError:
+        expected = (False, None)
+    assert repr(fast._json(text)) == repr(expected)

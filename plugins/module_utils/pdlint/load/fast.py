@@ -27,6 +27,7 @@ from .paths import DisplayPaths, display_path
 __all__ = ["Unsupported", "load"]
 
 _YAML_EXT = (".yml", ".yaml", ".json")
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')  # object, array, string, number, true, false, null, NaN, Infinity
 
 
 class _Files:
@@ -83,6 +84,9 @@ def _json(text: str) -> tuple[bool, Any]:
     """Ansible tries JSON before YAML for every file."""
     if "__ansible_" in text:
         raise Unsupported("Ansible JSON markers")
+    start = text.lstrip(" \t\n\r")[:1]  # json's whitespace; a JSON text's first character starts its value
+    if not start or start not in _JSON_STARTS:
+        return False, None  # json.loads would fail: spares raising and catching its error for every YAML file
     try:
         return True, json.loads(text)
     except ValueError:
