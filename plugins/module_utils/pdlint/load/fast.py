@@ -209,15 +209,16 @@ class _VarsFiles:
         self.cache: dict[tuple[str, str], dict[str, Var]] = {}
         self.listings: dict[str, frozenset[str] | None] = {}
         self._shown = DisplayPaths()  # display_path of a normalized absolute path
+        self._folders = {subdir: [os.path.join(base, subdir) for base in self.dirs] for subdir in preflight.VARS_DIRS}
 
     def of(self, subdir: str, names: Sequence[str]) -> dict[str, Var]:
         """Merged in Ansible's order: each inventory source in turn, the entities in precedence order within it."""
         data: dict[str, Var] = {}
-        for base in self.dirs:
+        for folder in self._folders[subdir]:
             for name in names:
                 if name.startswith(os.path.sep):
                     continue
-                key = (os.path.join(base, subdir), name)
+                key = (folder, name)
                 if key not in self.cache:
                     merged: dict[str, Var] = {}
                     if key[0] not in self.listings:  # one isdir and one listing per directory
