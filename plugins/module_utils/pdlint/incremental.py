@@ -49,13 +49,10 @@ def _assumed(instances: Any) -> set[str]:
     return {i.host for i in instances if "version" not in i.origins}
 
 
-def state(kept: fast.Kept, hosts: Sequence[HostVars], found: Sequence[Finding], topology: Any) -> Any:
-    """What a run after an edit needs of this whole run; None when it cannot be reused (see the module doc)."""
-    from . import redact
-
-    if kept.inventory is None or redact.secret_texts(hosts):
-        return None
-    parts = units.partition([hv.host for hv in hosts], topology)
+def _unit_rows(parts: list[tuple[tuple[str, ...], frozenset[units.Key]]], found: Sequence[Finding],
+               hosts: Sequence[HostVars], roles: dict[str, list[Finding]], topology: Any) -> list[Any] | None:
+    """Each unit as the state keeps it: hosts, keys, findings, pdlint_skip entries, role conflicts, whether one
+    of its instances assumed the newest vllm release; None when a finding concerns no host."""
     unit_of = {h: i for i, (members, _) in enumerate(parts) for h in members}
     by_unit = units.split(found, unit_of)
     if by_unit is None:
@@ -64,9 +61,20 @@ def state(kept: fast.Kept, hosts: Sequence[HostVars], found: Sequence[Finding], 
     for m in suppress.entries(hosts):
         marks.setdefault(unit_of[m.host], []).append(m)
     assumed = _assumed(topology.instances)
-    rows = [(list(members), sorted(keys), _rows(by_unit.get(i, [])), _mark_rows(marks.get(i, [])),
-             _rows([f for h in members for f in kept.roles.get(h, [])]), any(h in assumed for h in members))
+    return [(list(members), sorted(keys), _rows(by_unit.get(i, [])), _mark_rows(marks.get(i, [])),
+             _rows([f for h in members for f in roles.get(h, [])]), any(h in assumed for h in members))
             for i, (members, keys) in enumerate(parts)]
+
+
+def state(kept: fast.Kept, hosts: Sequence[HostVars], found: Sequence[Finding], topology: Any) -> Any:
+    """What a run after an edit needs of this whole run; None when it cannot be reused (see the module doc)."""
+    from . import redact
+
+    if kept.inventory is None or redact.secret_texts(hosts):
+        return None
+    rows = _unit_rows(units.partition([hv.host for hv in hosts], topology), found, hosts, kept.roles, topology)
+    if rows is None:
+        return None
     return (_VERSION, fast_model.dump(kept.inventory), _rows(kept.structure),
             {path: _rows(fs) for path, fs in kept.by_file.items()}, list(kept.inventory_files), rows)
 
@@ -102,16 +110,17 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
     if not isinstance(kept, tuple) or len(kept) != 4:
         raise _Stale
     changed, (_, inventory, structure, by_file, inventory_files, rows) = _changed(e, kept)
-    if set(changed) & set(inventory_files):
+    edited = set(changed)
+    if edited & set(inventory_files):
         raise _Stale  # an inventory file changed
     sources = [s if "," in s else os.path.abspath(s) for s in sources]
     inv = fast_model.restore(inventory)
     touched: set[str] = set()
     for path in changed:
-        hosts = fast.read_by(inv, sources, path)
-        if hosts is None:
+        readers = fast.read_by(inv, sources, path)
+        if readers is None:
             raise _Stale
-        touched.update(hosts)
+        touched.update(readers)
     unit_of = {h: i for i, row in enumerate(rows) for h in row[0]}
     redo = sorted({unit_of[h] for h in touched})
     names = [h for i in redo for h in rows[i][0]]
@@ -128,26 +137,19 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
         raise _Stale
     result = engine.lint(hosts, config)
     parts = units.partition(names, result.topology)
-    others = [i for i in range(len(rows)) if i not in set(redo)]
+    again = set(redo)
+    others = [i for i in range(len(rows)) if i not in again]
     linked = {tuple(k) for i in others for k in rows[i][1]}
     if any(k in linked for _, keys in parts for k in keys):
         raise _Stale  # the edit links these hosts to a unit it did not touch
-    new_of = {h: i for i, (members, _) in enumerate(parts) for h in members}
-    by_unit = units.split(result.found, new_of)
-    if by_unit is None:
+    fresh = _unit_rows(parts, result.found, hosts, roles, result.topology)
+    if fresh is None:
         raise _Stale
-    marks: dict[int, list[suppress.Entry]] = {}
-    for m in suppress.entries(hosts):
-        marks.setdefault(new_of[m.host], []).append(m)
-    assumed = _assumed(result.topology.instances)
-    fresh = [(list(members), sorted(keys), _rows(by_unit.get(i, [])), _mark_rows(marks.get(i, [])),
-              _rows([f for h in members for f in roles.get(h, [])]), any(h in assumed for h in members))
-             for i, (members, keys) in enumerate(parts)]
     all_rows = [rows[i] for i in others] + fresh
     all_rows.sort(key=lambda row: row[0][0])
     found = engine.merge(f for row in all_rows for f in _findings(row[2]))
     kept, suppressed = engine.finish(found, [m for row in all_rows for m in _marks(row[3])], set(), config)
-    files = {path: fs for path, fs in by_file.items() if path not in set(changed)}
+    files = {path: fs for path, fs in by_file.items() if path not in edited}
     files.update({path: _rows(fs) for path, fs in checked.by_file.items()})
     notes = _findings(structure) + [f for path in files for f in _findings(files[path])]
     notes += [f for row in all_rows for f in _findings(row[4])]
