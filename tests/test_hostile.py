@@ -174,3 +174,22 @@ def test_larger_limit_admits_the_oversized_file(public_tmp: Path) -> None:
     work, spec, prefix = prepared(CASES_DIR / "oversize", public_tmp)
     assert run(["--max-file-size", "16M", *spec["args"]], work).code == 0
     assert run(["--max-file-size", "16Q", *spec["args"]], work).code == 2
+
+
+def test_a_vault_password_is_not_kept_for_the_next_load_in_one_process(monkeypatch, capsys) -> None:
+    """ansible-core keeps one vault context per process: a load given a password (a language server, an
+    embedding program) must not let a later load without one decrypt its values."""
+    import json
+
+    from pdlint.cli import main
+
+    monkeypatch.setenv("PDLINT_NO_CACHE", "1")
+
+    def rules(case: str, *args: str) -> list[str]:
+        monkeypatch.chdir(CASES_DIR / case)
+        main([*args, "--format", "json", "hosts.yml"])
+        return sorted(f["rule"] for f in json.loads(capsys.readouterr().out))
+
+    assert rules("vault-value") == ["unresolved"]
+    assert rules("vault-password", "--vault-password-file", "vault-pass.txt") == ["schema"]
+    assert rules("vault-value") == ["unresolved"]  # was schema: decrypted with the other load's password
