@@ -20,7 +20,7 @@ from ..hostvars import HostVars, is_relevant, is_template
 from . import fast_config, fast_yaml, guard, preflight
 from . import inventory_ops, roles, vars_files
 from .groups import invalid_names
-from .fast_model import Inventory
+from .fast_model import Host, Inventory
 from .fast_values import Unsupported, Var, check_tags, from_json, from_node, keyed_items, scalar
 from .paths import DisplayPaths, display_path
 
@@ -412,6 +412,7 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
         notes.extend(f for _, f in conflicts)
         if keep is not None and not templated:
             keep.inventory, keep.structure = inv, structure
+            keep.by_file, keep.inventory_files = checked.by_file, checked.inventory_files
             for host, finding in conflicts:
                 keep.roles.setdefault(host, []).append(finding)
     return final
@@ -449,7 +450,7 @@ def read_by(inv: Inventory, sources: Sequence[str], path: str) -> list[str] | No
     """The hosts whose variables a group_vars/host_vars file is read into (None: a file of no entity, or all)."""
     path = os.path.abspath(path)
     for base in {os.path.realpath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources if "," not in s}:
-        for subdir in ("group_vars", "host_vars"):
+        for subdir in preflight.VARS_DIRS:
             folder = os.path.join(base, subdir)
             if not path.startswith(folder + os.sep):
                 continue
@@ -466,6 +467,11 @@ def read_by(inv: Inventory, sources: Sequence[str], path: str) -> list[str] | No
     return None
 
 
+def _member(host: Host, ancestors: dict[str, set[str]]) -> set[str]:
+    """The groups a host is in, directly or through a child group, `all` aside."""
+    return set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
+
+
 def _resolve(inv: Inventory, names: Sequence[str], by_name: _VarsFiles, ancestors: dict[str, set[str]],
              memo: Any) -> list[HostVars | None]:
     """The named hosts' variables (None for a host with a templated value)."""
@@ -477,8 +483,7 @@ def _resolve(inv: Inventory, names: Sequence[str], by_name: _VarsFiles, ancestor
     result: list[HostVars | None] = []
     for name in names:
         host = inv.hosts[name]
-        member = set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
-        groups = tuple(sorted(member, key=lambda g: (depth[g], inv.groups[g].priority, g)))
+        groups = tuple(sorted(_member(host, ancestors), key=lambda g: (depth[g], inv.groups[g].priority, g)))
         if groups not in by_groups:
             # Ansible's default VARIABLE_PRECEDENCE: inventory-file vars of all, then of the host's groups, then
             # the group_vars/ files of all, then of the groups; groups in (depth, priority, name) order.
@@ -500,8 +505,7 @@ def _role_conflicts(inv: Inventory, by_name: _VarsFiles, ancestors: dict[str, se
     """roles.by_host() over the fast loader's groups (templated hosts are the reference loader's to judge), for
     every host or only those named."""
     hosts = inv.hosts if only is None else {name: inv.hosts[name] for name in only}
-    members = {name: set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
-               for name, host in hosts.items()}
+    members = {name: _member(host, ancestors) for name, host in hosts.items()}
     found: dict[str, roles.GroupRole] = {}
     for name in inv.groups if only is None else sorted(set().union(*members.values())):
         group = inv.groups[name]

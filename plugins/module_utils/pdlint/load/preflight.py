@@ -246,9 +246,10 @@ def _files(sources: Sequence[str], limits: Limits, walk: _Walk | None = None) ->
 Stat = tuple[str, int, int, int, int, int, int]
 
 
-def _stat(path: str) -> Stat:
+def _stat(path: str, st: os.stat_result | None = None) -> Stat:
+    """fingerprints()' entry for a file (its stat now unless given; mode -2 where it cannot be had)."""
     try:
-        st = os.stat(path)
+        st = st or os.stat(path)
     except OSError:
         return (path, -2, 0, 0, 0, 0, 0)
     return (path, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
@@ -282,10 +283,7 @@ def fingerprints(sources: Sequence[str], limits: Limits | None = None,
     try:
         walk = _Walk(limits or Limits())
         inventory, vars_files = _files(sources, walk.limits, walk)
-        found = []
-        for path in inventory + vars_files:
-            st = walk.stats.get(path) or os.stat(path)
-            found.append((path, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev))
+        found = [_stat(path, walk.stats.get(path) or os.stat(path)) for path in inventory + vars_files]
         found.extend(listing(os.path.join(base, name), walk.listed) for base in walk.bases for name in VARS_DIRS)
         return found
     except (Refused, OSError):

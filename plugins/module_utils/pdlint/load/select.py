@@ -51,8 +51,6 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
             found: list[Finding] = []
             hosts = fast.load(sources, allow_lookups=allow_lookups, checked=checked, notes=found, keep=keep)
             notes.extend(found)
-            if keep is not None:
-                keep.by_file, keep.inventory_files = checked.by_file, checked.inventory_files
             if memo is not None:
                 memo.save()
             return hosts
