@@ -119,7 +119,7 @@ def main() -> int:
     # As users run it: pip compiles an installed package's bytecode, and a normal environment writes it on first
     # import. With PYTHONDONTWRITEBYTECODE set (as on CI machines) an editable install would compile every
     # module on every run (about 0.07 s); compile them once, as pip would, before anything is timed.
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "plugins" / "module_utils" / "pdlint")],
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "plugins" / "plugin_utils" / "pdlint")],
                    check=True)
     base = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="pdlint-bench-"))
     rows = []

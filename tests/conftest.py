@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from pdlint import engine  # noqa: E402
+from pdlint.engine import core as engine  # noqa: E402
 from pdlint.finding import Finding  # noqa: E402
 from pdlint.load import select  # noqa: E402
 

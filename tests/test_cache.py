@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pdlint.cli import main
-from pdlint.load import store
+from pdlint.cache import store
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir())
@@ -111,7 +111,7 @@ def test_a_warm_run_reads_the_cache(cached: Path, tmp_path: Path, capsys, monkey
     first = _run(inv, capsys)
     assert first[0] == 1 and len(_entries(cached)) == 1
     computed: list[int] = []
-    from pdlint import engine
+    from pdlint.engine import core as engine
     real = engine.lint
     monkeypatch.setattr(engine, "lint", lambda *a, **k: computed.append(1) or real(*a, **k))
     assert _run(inv, capsys) == first
@@ -272,7 +272,8 @@ def test_cached_equals_uncached_over_random_edits(edits, tmp_path: Path, capsys,
 def test_an_edit_that_keeps_the_stat_is_seen(cached: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     """Filesystems with coarse timestamps: a same-size edit in the same tick keeps every stat field the key
     holds, so the content digest of recently modified files decides (git's "racy clean")."""
-    from pdlint.load import preflight, runs
+    from pdlint.load import preflight
+    from pdlint.cache import runs
 
     real = preflight.fingerprints
 
@@ -283,7 +284,7 @@ def test_an_edit_that_keeps_the_stat_is_seen(cached: Path, tmp_path: Path, capsy
                                            for p, m, s, mt, ct, i, d in found]
 
     monkeypatch.setattr(runs.preflight, "fingerprints", coarse)
-    monkeypatch.setattr(runs, "_RACY_NS", 10**12)  # every file counts as recent however slow this machine is
+    monkeypatch.setattr(runs, "RACY_NS", 10**12)  # every file counts as recent however slow this machine is
     inv = _inventory(tmp_path, {"a": 4})
     clean = _run(inv, capsys)
     path = inv / "group_vars" / "a_decode.yml"
@@ -325,7 +326,7 @@ def test_a_cached_run_does_not_load_the_rules(fmt: str, tmp_path: Path) -> None:
     code = ("import io, sys, contextlib; from pdlint.cli import main\n"
             "out = io.StringIO()\n"
             "with contextlib.redirect_stdout(out): rc = main(['.', '--format', sys.argv[1]])\n"
-            "print(rc, 'pdlint.rules' in sys.modules, 'pdlint.vllm' in sys.modules, 'pdlint.schema' in sys.modules,\n"
+            "print(rc, 'pdlint.rules' in sys.modules, 'pdlint.vllm' in sys.modules, 'pdlint.schema.check' in sys.modules,\n"
             "      'yaml' in sys.modules)\n")
     runs = [subprocess.run([sys.executable, "-c", code, fmt], cwd=work, env=env, capture_output=True, text=True,
                            check=False, timeout=60).stdout.split() for _ in range(2)]

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pdlint import cli
-from pdlint.spec import HOST_ONLY, KV_TRANSFER_FIELDS, VARIABLES, host_var
+from pdlint.contract import HOST_ONLY, KV_TRANSFER_FIELDS, VARIABLES, host_var
 
 CONNECTORS = {
     "NixlConnector": {},

@@ -66,7 +66,7 @@ def _files(example: str) -> tuple[str, dict[str, str]]:
 
 
 def test_load_error_examples(tmp_path, monkeypatch) -> None:
-    from pdlint.load import reference
+    from pdlint.load.reference import loader as reference
 
     examples = REGISTRY["load-error"].examples()
     monkeypatch.chdir(tmp_path)
@@ -83,7 +83,7 @@ def test_load_error_examples(tmp_path, monkeypatch) -> None:
 @pytest.mark.parametrize("rule_id", sorted(REGISTRY))
 def test_rule_says_how_it_behaves_across_releases(rule_id: str) -> None:
     """`pdlint rules ID` shows every rule's behaviour by release: a span table, or why it is the same in each."""
-    from pdlint.docs import release_table
+    from pdlint.cli.docs import release_table
 
     table = release_table(rule_id)
     assert table.startswith("Across vLLM releases:"), rule_id

@@ -15,7 +15,9 @@ import yaml
 from conftest import ROOT, write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pdlint.load import fast, preflight, reference, select
+from pdlint.load.fast import loader as fast
+from pdlint.load import preflight, select
+from pdlint.load.reference import loader as reference
 from pdlint.load.preflight import LoadError
 
 

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pdlint.load import filememo, guard, preflight, select, store
+from pdlint.cache import filememo, store
+from pdlint.load import guard, preflight, select
 from pdlint.load.preflight import LoadError
 
 

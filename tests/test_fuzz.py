@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pdlint import cli
-from pdlint.spec import VARIABLES
+from pdlint.contract import VARIABLES
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],
                     derandomize=True)

@@ -23,12 +23,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pdlint import engine, incremental, units
+from pdlint.engine import core as engine
+from pdlint.cache import incremental, units
 from pdlint.cli import main
 from pdlint.finding import Origin
-from pdlint.options import parser
+from pdlint.cli.options import parser
 from pdlint.hostvars import HostVars
-from pdlint.load import preflight, runs, safety, select, store
+from pdlint.load import preflight, safety, select
+from pdlint.cache import runs, store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -685,7 +687,7 @@ def test_a_racily_clean_edit_to_a_group_vars_file_is_seen(fleet: _Fleet, spy: _S
         return None if found is None else [(p, m, s, mt, 0, i, d) for p, m, s, mt, _, i, d in found]
 
     monkeypatch.setattr(runs.preflight, "fingerprints", no_ctime)
-    monkeypatch.setattr(runs, "_RACY_NS", 10**12)  # every file counts as recent however slow this machine is
+    monkeypatch.setattr(runs, "RACY_NS", 10**12)  # every file counts as recent however slow this machine is
     clean = fleet.cached()
     path = fleet.inv / "group_vars" / "d2_decode.yml"
     before = os.stat(path)

@@ -15,8 +15,9 @@ from conftest import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pdlint.load import events, fast, guard, preflight
-from pdlint.load.fast_values import Unsupported
+from pdlint.load.fast import vars_events as events, loader as fast
+from pdlint.load import guard, preflight
+from pdlint.load.fast.values import Unsupported
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 

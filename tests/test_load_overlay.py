@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pdlint import engine
+from pdlint.engine import core as engine
 from pdlint.load import select
 from pdlint.load.preflight import LoadError
 

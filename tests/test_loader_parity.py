@@ -25,7 +25,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pdlint.hostvars import is_relevant
-from pdlint.load import fast, fast_config, reference, safety, select
+from pdlint.load.fast import loader as fast, ansible_cfg as fast_config
+from pdlint.load.reference import loader as reference
+from pdlint.load import safety, select
 from pdlint.load.preflight import LoadError
 
 BIN = Path(sys.executable).parent

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pdlint import engine
+from pdlint.engine import core as engine
 from pdlint.load import select
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-from pdlint import schema
+from pdlint.schema import check as schema
 
 BIN = Path(sys.executable).parent
 
@@ -27,7 +27,7 @@ def test_schema_is_valid_draft7() -> None:
 def test_pip_package_is_the_collection_core() -> None:
     import pdlint
 
-    assert Path(pdlint.__file__).resolve().parent == ROOT / "plugins" / "module_utils" / "pdlint"
+    assert Path(pdlint.__file__).resolve().parent == ROOT / "plugins" / "plugin_utils" / "pdlint"
 
 
 def test_collection_build_install_and_import(tmp_path: Path) -> None:
@@ -37,15 +37,15 @@ def test_collection_build_install_and_import(tmp_path: Path) -> None:
     [tarball] = tmp_path.glob("pdlint-topology-*.tar.gz")
     dest = tmp_path / "collections"
     subprocess.run([galaxy, "collection", "install", str(tarball), "-p", str(dest)], check=True, capture_output=True)
-    core = dest / "ansible_collections" / "pdlint" / "topology" / "plugins" / "module_utils" / "pdlint"
-    assert (core / "data" / "model-attention-facts.json").is_file()
+    core = dest / "ansible_collections" / "pdlint" / "topology" / "plugins" / "plugin_utils" / "pdlint"
+    assert (core / "topology" / "data" / "model-attention-facts.json").is_file()
     assert not (dest / "ansible_collections" / "pdlint" / "topology" / "tests").exists()
     probe = f"""
 import sys
 sys.path.insert(0, {str(dest)!r})
 sys.modules.pop("pdlint", None)
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import reference
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine import core as engine
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.reference import loader as reference
 assert engine.__file__.startswith({str(dest)!r}), engine.__file__
 found = engine.check(reference.load([{str(ROOT / 'examples' / 'inventory')!r}]))
 print(sorted({{f.rule for f in found}}))
@@ -55,10 +55,10 @@ print(sorted({{f.rule for f in found}}))
 
 
 def test_readme_rule_table_is_generated() -> None:
-    from pdlint.docs import splice
+    from pdlint.cli.docs import splice
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert splice(readme) == readme, "stale rule table: regenerate it with pdlint.docs.splice"
+    assert splice(readme) == readme, "stale rule table: regenerate it with pdlint.cli.docs.splice"
 
 
 def test_readme_starts_with_the_newcomer_commands() -> None:
@@ -85,7 +85,7 @@ def test_built_collection_ships_no_caches(tmp_path: Path) -> None:
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
             (tree / name).write_bytes((ROOT / name).read_bytes())
     for cache in (".hypothesis/examples/x", ".pytest_cache/v/cache/lastfailed", ".mypy_cache/3.11/x.json",
-                  ".ruff_cache/x", "plugins/module_utils/pdlint/__pycache__/engine.cpython-311.pyc",
+                  ".ruff_cache/x", "plugins/plugin_utils/pdlint/engine/__pycache__/core.cpython-311.pyc",
                   "plugins/filter/.pytest_cache/x", "examples/.hypothesis/x", "pdlint.egg-info/PKG-INFO"):
         (tree / cache).parent.mkdir(parents=True, exist_ok=True)
         (tree / cache).write_text("cache")
@@ -96,7 +96,7 @@ def test_built_collection_ships_no_caches(tmp_path: Path) -> None:
         names = tar.getnames()
     assert {n.split("/")[0] for n in names} <= SHIPPED, sorted({n.split("/")[0] for n in names} - SHIPPED)
     assert not [n for n in names if set(n.split("/")) & set(CACHES) or n.endswith((".pyc", "PKG-INFO"))]
-    assert "plugins/module_utils/pdlint/engine.py" in names
+    assert "plugins/plugin_utils/pdlint/engine/core.py" in names
 
 
 def test_version_is_written_once() -> None:

@@ -172,7 +172,7 @@ def run_ci(block: Block, tmp: Path) -> None:
         proc = _sh(command, ws)
         assert proc.returncode in (0, 1) or "|| true" in command, proc.stderr
         if "--format sarif" in command:
-            assert json.loads((ws / "pdlint.sarif").read_text())["version"] == "2.1.0"
+            assert json.loads((ws / "pdlint.report.sarif").read_text())["version"] == "2.1.0"
 
 
 def _install_collection(tmp: Path) -> None:

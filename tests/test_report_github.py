@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from test_rules_cli import run, seed
 
-from pdlint.annotations import command, escape_data, escape_property
+from pdlint.report.github import command, escape_data, escape_property
 from pdlint.finding import Finding, Origin
 
 

@@ -186,7 +186,7 @@ def test_load_error_rule_reported_by_cli(tmp_path, monkeypatch, capsys) -> None:
     ("schema", {"schema"}, True), ("schema", set(), False), ("tp[heads]", {"tp-ratio"}, False),
 ])
 def test_skip_names_a_rule_or_its_family(rule: str, names: set[str], expected: bool) -> None:
-    from pdlint.engine import named
+    from pdlint.engine.core import named
 
     assert named(rule, names) is expected
 
@@ -214,7 +214,7 @@ def test_no_inventory_says_what_to_pass(tmp_path) -> None:
 
 
 def test_models_lists_every_known_model_with_its_heads(capsys) -> None:
-    table = json.loads((ROOT / "plugins/module_utils/pdlint/data/model-attention-facts.json").read_text())
+    table = json.loads((ROOT / "plugins/plugin_utils/pdlint/topology/data/model-attention-facts.json").read_text())
     code, out, _ = run(["models"], capsys)
     assert code == 0
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:] if not line.startswith(" ")}

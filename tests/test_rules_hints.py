@@ -10,7 +10,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pdlint.build import build
+from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import CHECKS
 from pdlint.vllm.releases import KNOWN

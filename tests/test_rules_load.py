@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 from conftest import rules_of
 
-from pdlint.load import guard, reference
+from pdlint.load import guard
+from pdlint.load.reference import loader as reference
 
 HOSTS = """\
 all:

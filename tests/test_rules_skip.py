@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from conftest import write_tree
 
-from pdlint import engine
-from pdlint.load import reference
+from pdlint.engine import core as engine
+from pdlint.load.reference import loader as reference
 
 # p1 asks for 2 GPUs with TP 1: one gpu[count] finding on p1 only.
 BASE = """\

@@ -10,8 +10,8 @@ import jsonschema
 from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pdlint import schema
-from pdlint.schema_quick import surely_valid
+from pdlint.schema import check as schema
+from pdlint.schema.quick import surely_valid
 
 DOC = schema.generate()
 VALIDATOR = jsonschema.validators.validator_for(DOC)(DOC)

@@ -120,8 +120,8 @@ def test_cli_says_which_name_was_meant(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_remembered_values_give_the_same_findings() -> None:
-    from pdlint import schema
-    from pdlint.load import reference
+    from pdlint.schema import check as schema
+    from pdlint.load.reference import loader as reference
 
     hosts = reference.load([str(FIXTURES / "bad")])
     schema._SEEN.clear()
@@ -136,7 +136,7 @@ def test_remembered_values_give_the_same_findings() -> None:
     {"vllm_env": {1: object()}},
 ])
 def test_schema_rule_reports_odd_keys_from_a_play(values: dict[object, object]) -> None:
-    from pdlint import schema
+    from pdlint.schema import check as schema
     from pdlint.hostvars import HostVars
 
     assert [f.rule for f in schema.check(HostVars("h", values))]  # a finding each, no TypeError
@@ -221,7 +221,7 @@ def test_editor_and_cli_agree_on_the_fixtures(server: LanguageServer, capsys: py
 
 
 def test_editor_hover_shows_the_spec_text(server: LanguageServer) -> None:
-    from pdlint.spec import BY_NAME
+    from pdlint.contract import BY_NAME
 
     path = FIXTURES / "good" / "group_vars" / "chat_prefill.yml"
     # On the value: yaml-language-server 1.19.2 answers null on the key of an integer-valued property.

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pdlint.build import build
+from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.vllm.releases import R

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import vllm_source
-from pdlint.build import build
+from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.vllm import mooncake, p2p, ports

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pdlint.build import build
+from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.vllm import moriio, moriio_config

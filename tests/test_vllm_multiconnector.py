@@ -21,7 +21,7 @@ import pytest
 import vllm_source
 from test_vllm_registry import hma_classes as _hma_classes
 
-from pdlint.model import Instance
+from pdlint.topology.types import Instance
 from pdlint.vllm import composite, hma, registry
 from pdlint.vllm.releases import KNOWN, R, Release
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import vllm_source
-from pdlint import schema
-from pdlint.build import build
+from pdlint.schema import check as schema
+from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.vllm import kvconfig, registry

@@ -12,12 +12,17 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.pdlint.topology.plugins.modules.check import DOCUMENTATION
 
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import configfile, engine, report, requires
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.vllm import releases
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.config import (
-    DEFAULT, Config, ConfigError, apply, names)
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.explain import compute, html
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import notes, roles, tagged
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import configfile, engine, report, requires
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.vllm import releases
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config import (
+    DEFAULT,
+    Config,
+    ConfigError,
+    apply,
+    names,
+)
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.explain import compute, html
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import notes, roles, tagged
 
 _KEYS = ("type", "elements", "choices", "default", "required")
 # The argument spec is the module's DOCUMENTATION, written once.

@@ -5,9 +5,9 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint import engine, pairing, requires
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.vllm import moriio
-from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.load import tagged
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import engine, pairing, requires
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.vllm import moriio
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import tagged
 
 
 def ack_count(producer_tp: int, consumer_tp: int) -> int:
@@ -33,7 +33,7 @@ def findings(hostvars: Any, hosts: list[str]) -> list[dict[str, Any]]:
 
 def explain(hostvars: Any, hosts: list[str], format: str = "json") -> Any:  # `format`: the CLI option name
     """pdlint explain's model of the hosts: the JSON model as data, or text/markdown/html as a string."""
-    from ansible_collections.pdlint.topology.plugins.module_utils.pdlint.explain import as_json, command, compute
+    from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.explain import as_json, command, compute
 
     if format not in command.FORMATS:
         raise AnsibleFilterError(f"pdlint.topology.explain: format must be one of {', '.join(sorted(command.FORMATS))}")

@@ -1,0 +1,198 @@
+"""The `pdlint` command: paths or -i sources in, findings out, exit 0/1/2."""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from .. import NEWEST_VLLM
+from ..report import reporters as report
+from ..config import value as configuration
+from ..config.value import Config
+from ..finding import Finding
+from .inputs import Unusable, inventory_for, no_hosts, prepare  # noqa: F401 - inventory_for: the hook's entry point
+from ..load import guard
+from ..cache import runs, store
+from .options import parser
+
+
+def _format(args: argparse.Namespace) -> str:
+    if args.format:
+        return str(args.format)
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+
+
+class _NoHosts(Exception):
+    """The inventory has no hosts."""
+
+
+def _entry(args: argparse.Namespace, sources: list[str], config: Config) -> runs.Entry | None:
+    """The cache entry of one inventory's check (None: --no-cache, PDLINT_NO_CACHE, or not keyable)."""
+    if args.no_cache or store.disabled():
+        return None
+    vault = args.vault_password_file or os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE")
+    settings = (args.loader, args.allow_lookups, args.allow_inventory_plugins, args.max_file_size,
+                args.vault_password_file, repr(config), runs.stamp(vault))
+    return runs.entry([s if "," in s else os.path.abspath(s) for s in sources], settings,
+                      guard.Limits(max_file_bytes=args.max_file_size))
+
+
+def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes: list[Finding],
+             entry: runs.Entry | None) -> runs.Outcome:
+    """Load and check one inventory (with a cache entry: only what an edit touched, else with the on-disk per-file
+    memo). Raises LoadError, _NoHosts."""
+    from ..load import select
+
+    said: list[str] = []  # the loader's informational lines, kept so a cached run repeats them
+    limits = guard.Limits(max_file_bytes=args.max_file_size)
+    static = not (args.allow_lookups or args.allow_inventory_plugins)
+    reusable = entry is not None and static and args.loader == "fast" and not args.vault_password_file
+    keep = None
+    if reusable:
+        from ..cache import incremental
+        from ..load.fast import loader as fast
+
+        again = incremental.outcome(entry, sources, config, limits)
+        if again is not None:
+            return again
+        keep = fast.Kept()
+    memo = None
+    if entry is not None and static:
+        from ..cache import filememo
+
+        memo = filememo.on_disk([s if "," in s else os.path.abspath(s) for s in sources])
+    loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
+                         allow_plugins=args.allow_inventory_plugins, limits=limits,
+                         vault_password_file=args.vault_password_file, notes=notes, note=said.append, memo=memo,
+                         keep=keep)
+    for text in said:
+        sys.stderr.write(f"pdlint: info: {text}\n")
+    if not loaded:
+        raise _NoHosts
+    # the rules and the vllm layer, imported only when a run is not answered from the cache
+    from ..engine import core as engine
+
+    result = engine.lint(loaded, config)
+    state = None
+    if keep is not None and not said:
+        from ..cache import incremental
+
+        state = incremental.state(keep, loaded, result.found, result.topology)
+    return runs.Outcome(configuration.apply(notes, config) + result.findings, result.suppressed, len(loaded),
+                        len(result.topology.deployments),
+                        any("version" not in i.origins for i in result.topology.instances), said, state)
+
+
+def _lint(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    try:
+        config, groups = prepare(args)
+    except Unusable as exc:
+        sys.stderr.write(f"pdlint: error: {exc}\n")
+        return 2
+    # after prepare() made ansible-core safe
+    from ..load.preflight import LoadError
+
+    fmt = _format(args)
+    findings: list[Finding] = []
+    suppressed: list[Finding] = []
+    hosts = deployments = 0
+    assumed = False
+    for sources in groups:
+        notes: list[Finding] = []
+        try:
+            entry = _entry(args, sources, config)
+            outcome = runs.through(entry, lambda: _outcome(args, sources, config, notes, entry),
+                                   static=not (args.allow_lookups or args.allow_inventory_plugins))
+        except LoadError as exc:
+            sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))
+            return 2
+        except _NoHosts:
+            sys.stdout.write(report.REPORTERS[fmt]([*notes, no_hosts(sources)], None))
+            return 2
+        findings.extend(outcome.findings)
+        suppressed.extend(outcome.suppressed)
+        hosts += outcome.hosts
+        deployments += outcome.deployments
+        assumed = assumed or outcome.assumed
+    findings.sort()
+    suppressed.sort()
+    sys.stdout.write(report.REPORTERS[fmt](findings, suppressed if args.show_suppressed else None))
+    if fmt in ("text", "github"):
+        sys.stdout.write(report.summary(findings, hosts, deployments, time.perf_counter() - started, len(suppressed),
+                                        assumed=NEWEST_VLLM if assumed else None))
+    failing = ("error", "warning") if config.strict else ("error",)
+    return 1 if any(f.severity in failing for f in findings) else 0
+
+
+def _quiet_gc(args: argparse.Namespace, process: bool) -> int:
+    """_lint without cyclic GC: a run allocates millions of acyclic objects that every collection would rescan.
+
+    As the process's entry point, freeze at the end so exit does not pay for a final collection either;
+    called with argv (tests, other callers), re-enable instead.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _lint(args)
+    finally:
+        if process:
+            gc.freeze()
+        elif enabled:
+            gc.enable()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv_given = argv
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        if argv and argv[0] == "rules" and not os.path.exists("rules"):
+            from . import listings
+
+            return listings.rules(argv[1:])
+        if argv and argv[0] == "versions" and not os.path.exists("versions"):
+            from .versions import listing
+
+            sys.stdout.write(listing())
+            return 0
+        if argv and argv[0] == "models" and not os.path.exists("models"):
+            from . import listings
+
+            return listings.models(argv[1:])
+        if argv and argv[0] == "explain" and not os.path.exists("explain"):
+            from .explain import explain
+
+            return explain(argv[1:])
+        if argv and argv[0] == "lsp" and not os.path.exists("lsp"):
+            from .lsp import main as lsp
+
+            return lsp(argv[1:])
+        if argv and argv[0] == "schema" and not os.path.exists("schema"):
+            from ..schema import check as schema
+
+            sys.stdout.write(schema.dumps())
+            return 0
+        try:
+            args = parser().parse_args(argv)
+        except SystemExit as exc:  # argparse exits 2 on usage errors, 0 for --help/--version
+            return int(exc.code or 0)
+        return _quiet_gc(args, process=argv_given is None)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `pdlint ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as exc:  # noqa: BLE001 - no traceback reaches the user unless asked
+        if debug:
+            raise
+        if type(exc).__module__.startswith("ansible."):  # e.g. a broken ansible.cfg: the user's to fix
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            sys.stderr.write(f"pdlint: error: ansible-core: {first}\n")
+            return 2
+        sys.stderr.write(f"pdlint: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)\n")
+        return 2
+

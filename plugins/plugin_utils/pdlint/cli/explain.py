@@ -1,0 +1,87 @@
+"""`pdlint explain`: inventories loaded exactly as `pdlint` loads them, the explain model out in one format."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from ..config import value as configuration
+from ..engine import core as engine
+from ..report import reporters as report
+from ..finding import Finding
+from ..explain import as_json, html, markdown, text
+from ..explain.compute import explain as compute
+from ..explain.model import Explanation
+
+# Every format: (model, colour) -> document. Only text colours, and only on a terminal.
+FORMATS: dict[str, Callable[[Explanation, bool], str]] = {
+    "text": text.render, "json": as_json.render, "markdown": markdown.render, "html": html.render}
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .options import parser as lint_parser
+
+    ap = lint_parser("pdlint explain", sorted(FORMATS), "Show the topology vLLM will build from the inventory: "
+                     "engines and GPUs, the rank map of every prefill/decode pair, listening ports, findings.",
+                     "output format (default: text)")
+    ap.add_argument("--deployment", action="append", default=[], metavar="NAME",
+                    help="explain only this deployment (repeatable)")
+    ap.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    return ap
+
+
+def model(args: argparse.Namespace) -> Explanation | int:
+    """The explain model of every inventory named, or exit code 2 after saying why there is none."""
+    from .inputs import Unusable, load_group, prepare
+
+    try:
+        config, groups = prepare(args, "pdlint explain")
+    except Unusable as exc:
+        sys.stderr.write(f"pdlint: error: {exc}\n")
+        return 2
+    parts = []
+    for sources in groups:
+        notes: list[Finding] = []
+        loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(report.text(found)))
+        if loaded is None:
+            return 2
+        result = engine.lint(loaded, config)
+        parts.append(compute(result.topology, sorted(configuration.apply(notes, config) + result.findings)))
+    return Explanation(tuple(d for p in parts for d in p.deployments), tuple(f for p in parts for f in p.findings))
+
+
+def only(expl: Explanation, names: Sequence[str]) -> Explanation | str:
+    """The named deployments (and no loose findings), or why not."""
+    known = {d.name for d in expl.deployments}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        return f"no deployment {unknown[0]!r} (known: {', '.join(sorted(known)) or 'none'})"
+    return dataclasses.replace(expl, deployments=tuple(d for d in expl.deployments if d.name in names), findings=())
+
+
+def explain(argv: Sequence[str]) -> int:
+    """Exit 0 with the explanation (findings are shown, not judged), 2 on unusable input or usage."""
+    try:
+        args = _parser().parse_args(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    found = model(args)
+    if isinstance(found, int):
+        return found
+    if args.deployment:
+        picked = only(found, args.deployment)
+        if isinstance(picked, str):
+            sys.stderr.write(f"pdlint: error: {picked}\n")
+            return 2
+        found = picked
+    fmt = args.format or "text"
+    colour = fmt == "text" and not args.output and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    document = FORMATS[fmt](found, colour)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            out.write(document)
+    else:
+        sys.stdout.write(document)
+    return 0

@@ -1,0 +1,51 @@
+"""`pdlint rules` and `pdlint models`: what pdlint checks and which models it knows."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from ..config import value as configuration
+from ..rules import REGISTRY
+
+
+def rules(ids: Sequence[str]) -> int:
+    """`pdlint rules [ID|FAMILY|--markdown]`: the rule list, one rule's (or family's) documentation, or the table."""
+    if list(ids) == ["--markdown"]:
+        from .docs import rule_table
+
+        sys.stdout.write(rule_table())
+        return 0
+    if not ids:
+        for r in REGISTRY.values():
+            sys.stdout.write(f"{r.id:34} {r.severity:8} {r.summary}\n")
+        return 0
+    for rule_id in ids:
+        # a family (`gpu`) documents each of its rules
+        found = [r for r in REGISTRY.values() if rule_id in (r.id, r.id.split("[")[0])]
+        if not found:
+            sys.stderr.write(f"pdlint: error: {configuration.unknown_rule(rule_id)}\n")
+            return 2
+        from .docs import release_table
+
+        sys.stdout.write("\n".join(f"{r.id} ({r.severity})\n\n{r.doc}\n\n{release_table(r.id)}".rstrip() + "\n"
+                                   for r in found))
+    return 0
+
+
+def models(words: Sequence[str]) -> int:
+    """The models pdlint knows the attention shape of (vllm_model values that need no vllm_model_* facts)."""
+    from ..topology.facts import listing
+
+    rows = [(name, f, aliases) for name, f, aliases in listing()
+            if not words or any(w.lower() in " ".join((name, *aliases)).lower() for w in words)]
+    if not rows:
+        sys.stderr.write(f"pdlint: error: no known model matches {' '.join(words)!r} (see `pdlint models`); "
+                         "set vllm_model_num_attention_heads, vllm_model_num_kv_heads and vllm_model_is_mla\n")
+        return 2
+    width = max(len(name) for name, _, _ in rows)
+    sys.stdout.write(f"{'model':{width}}  heads  kv_heads  mla    ssm\n")
+    for name, f, aliases in rows:
+        sys.stdout.write(f"{name:{width}}  {f.heads!s:5}  {f.kv_heads!s:8}  {str(f.mla).lower():5}  "
+                         f"{str(f.ssm).lower()}\n")
+        sys.stdout.write("".join(f"  also: {alias}\n" for alias in aliases))
+    return 0

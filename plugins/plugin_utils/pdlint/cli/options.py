@@ -1,0 +1,75 @@
+"""pdlint's command-line options (the lint command's and `pdlint explain`'s)."""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from .. import NEWEST_VLLM, __version__
+from ..report import reporters as report
+from ..load import guard
+
+
+def _size(text: str) -> int:
+    """8M, 512K, 1G or plain bytes."""
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    try:
+        value = int(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 8M)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (must be positive)")
+    return value
+
+
+def _release(text: str) -> str:
+    from ..vllm import releases
+
+    if releases.parse(text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a vLLM release (e.g. 0.32.0; see `pdlint versions`)")
+    return text
+
+
+def parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.REPORTERS)),
+            description: str = "Lint vLLM prefill/decode topologies in Ansible inventories.",
+            format_help: str = "output format (default: text, or github when GITHUB_ACTIONS=true)",
+            ) -> argparse.ArgumentParser:
+    """pdlint's options; `pdlint explain` takes the same ones with its own formats."""
+    ap = argparse.ArgumentParser(prog=prog, description=description, epilog=(
+        "Also: `pdlint rules [ID]` documents the rules; `pdlint models [NAME]` lists the models pdlint knows; "
+        "`pdlint versions` lists the vLLM releases; `pdlint schema` prints the JSON Schema; "
+        "`pdlint explain` shows the topology vLLM will build."))
+    ap.add_argument("paths", nargs="*", metavar="PATH", help="inventory file or directory, or any file inside one")
+    ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
+                    help="inventory source, as in Ansible (repeatable; together they form one inventory)")
+    ap.add_argument("-f", "--format", choices=list(formats), default=None, help=format_help)
+    ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
+                    help="exit 1 on warnings too (default: the config's `strict`, else off)")
+    ap.add_argument("--select", metavar="RULES",
+                    help="comma-separated rule ids or families to report (replaces the config's)")
+    ap.add_argument("--ignore", metavar="RULES",
+                    help="comma-separated rule ids or families not to report (replaces the config's)")
+    ap.add_argument("--show-suppressed", action="store_true", help="also list the findings pdlint_skip suppressed")
+    ap.add_argument("--config", metavar="FILE",
+                    help="configuration file (default: .pdlint.yaml or pyproject.toml [tool.pdlint], "
+                         "from here up to the git root)")
+    ap.add_argument("--allow-lookups", action="store_true",
+                    help="render Jinja lookups (runs whatever they run: only for trusted inventories)")
+    ap.add_argument("--allow-inventory-plugins", action="store_true",
+                    help="run inventory scripts and dynamic inventory plugins, and let ansible.cfg add plugin "
+                         "paths (runs their code: only for trusted inventories)")
+    ap.add_argument("--vault-password-file", metavar="FILE",
+                    help="decrypt vault values and files with this password (default: $ANSIBLE_VAULT_PASSWORD_FILE); "
+                         "decrypted values are never printed")
+    ap.add_argument("--max-file-size", type=_size, default=guard.Limits.max_file_bytes, metavar="BYTES",
+                    help="refuse inventory and vars files larger than this (suffix K, M or G; default 8M)")
+    ap.add_argument("--loader", choices=("fast", "ansible"), default="fast",
+                    help="inventory loader: fast (default; falls back to ansible-core's when it must) or ansible")
+    ap.add_argument("--vllm-version", type=_release, metavar="RELEASE",
+                    help="vLLM release for hosts whose inventory and config file set no vllm_version "
+                         f"(default: the newest known, {NEWEST_VLLM}; see `pdlint versions`)")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="neither read nor write the cache of earlier results (also: PDLINT_NO_CACHE=1); "
+                         "it lives under $XDG_CACHE_HOME/pdlint, never in the inventory")
+    ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    ap.add_argument("--version", action="version", version=f"pdlint {__version__} (vLLM rules: {NEWEST_VLLM})")
+    return ap

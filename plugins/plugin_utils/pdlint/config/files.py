@@ -1,0 +1,70 @@
+"""Finding and reading the configuration: `.pdlint.yaml` or `[tool.pdlint]`, from a directory up to the git root."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .value import DEFAULT, Config, ConfigError, parse
+from ..paths import display, git_root
+
+NAMES = (".pdlint.yaml", "pyproject.toml")
+
+
+def _pyproject_table(path: Path) -> dict[str, Any] | None:
+    import tomllib  # only when a pyproject.toml is found: the hook's cold start matters
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{display(path)}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    table = data.get("tool", {}).get("pdlint") if isinstance(data.get("tool"), dict) else None
+    return table
+
+
+def find(start: Path) -> Path | None:
+    """The nearest config file from start up to the git root (start alone outside git).
+
+    In one directory `.pdlint.yaml` wins over pyproject.toml, and a pyproject.toml
+    without a [tool.pdlint] table is not a config file.
+    """
+    start = start.resolve()
+    root = git_root(start)
+    for directory in (start, *start.parents):
+        for name in NAMES:
+            candidate = directory / name
+            if candidate.is_file() and (name != "pyproject.toml" or _pyproject_table(candidate) is not None):
+                return candidate
+        if root is None or directory == root:
+            return None
+    return None
+
+
+def read(path: Path) -> Config:
+    """The Config in path, or ConfigError naming the file and the key."""
+    shown = display(path)
+    if path.name == "pyproject.toml" or path.suffix == ".toml":
+        table = _pyproject_table(path)
+        if table is None:
+            raise ConfigError(f"{shown}: no [tool.pdlint] table")
+        return parse(table, shown, "tool.pdlint.")
+    import yaml  # only when a .pdlint.yaml is found: a run answered from the cache does not need it otherwise
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot read: {exc.strerror}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark is not None else shown
+        raise ConfigError(f"{where}: cannot parse: {exc.problem}") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{shown}: cannot parse: {exc}".replace("\n", " ")) from None
+    return parse({} if data is None else data, shown)
+
+
+def load(start: Path, explicit: str | None = None) -> Config:
+    """The configuration that applies in start: explicit file if given, else the nearest one, else defaults."""
+    if explicit is not None:
+        return read(Path(explicit))
+    found = find(start)
+    return DEFAULT if found is None else read(found)

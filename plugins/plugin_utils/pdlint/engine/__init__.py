@@ -1,0 +1,1 @@
+"""The one rules core entry point, and the stages around the rules (suppression, redaction)."""

@@ -1,0 +1,93 @@
+"""The one rules core entry point: host variables in, sorted findings out (no I/O)."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from ..config import value as configuration
+from . import redact, suppress
+from ..schema import check as schema
+from ..topology.build import build
+from ..config.value import Config
+from ..finding import Finding, Origin
+from ..hostvars import HostVars
+from ..topology.types import Topology
+from ..rules import CHECKS
+from .suppress import named  # noqa: F401 - rule-or-family matching, used by the check action
+
+
+_last_seen: schema.Seen = {}  # the previous check's values (schema.check's `before`), one check's worth
+
+
+def _schema(hosts: Sequence[HostVars]) -> list[Finding]:
+    global _last_seen
+    seen: schema.Seen = {}
+    found = [f for hv in hosts for f in schema.check(hv, seen, _last_seen)]
+    _last_seen = seen
+    return found
+
+
+def merge(findings: Iterable[Finding]) -> list[Finding]:
+    """One finding per (origin, rule, message): the same group_vars line seen from many hosts is one problem."""
+    merged: dict[tuple[object, ...], Finding] = {}
+    for f in findings:
+        key = (f.origin, f.rule, f.severity, f.message, f.hint, f.deployment)
+        old = merged.get(key)
+        merged[key] = f if old is None else Finding(
+            f.origin, f.rule, f.severity, f.message, f.hint, tuple(sorted({*old.hosts, *f.hosts})), f.deployment)
+    return sorted(merged.values())
+
+
+def check(hosts: Sequence[HostVars]) -> list[Finding]:
+    """Every finding for these hosts: schema, build problems, then every registered rule."""
+    return run(hosts)[0]
+
+
+def run(hosts: Sequence[HostVars]) -> tuple[list[Finding], Topology]:
+    """check(), and the topology it checked."""
+    result = lint(hosts)
+    return result.findings, result.topology
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What one check produced: reported findings, those pdlint_skip suppressed, and the topology."""
+
+    findings: list[Finding]
+    suppressed: list[Finding]
+    topology: Topology
+    found: list[Finding] = dataclasses.field(default_factory=list)  # every finding, before pdlint_skip and config
+
+
+def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars]:
+    """Hosts without vllm_version get the configured default, its origin the config file (or --vllm-version)."""
+    if config.vllm_version is None:
+        return list(hosts)
+    origin = Origin(config.version_source or config.source or "")
+    return [hv if "vllm_version" in hv.values else dataclasses.replace(
+        hv, values={**hv.values, "vllm_version": config.vllm_version},
+        origins={**hv.origins, ("vllm_version",): origin}) for hv in hosts]
+
+
+def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT) -> Result:
+    """Every finding for these hosts under config: pdlint_skip splits them, select/ignore/severity apply to both."""
+    hosts = _default_version(hosts, config)
+    topology, problems = build(hosts)
+    found = _schema(hosts) + problems
+    for rule in CHECKS:
+        found.extend(rule.check(topology))
+    found = merge(found)
+    kept, suppressed = finish(found, suppress.entries(hosts), redact.secret_texts(hosts), config)
+    return Result(kept, suppressed, topology, found)
+
+
+def finish(found: list[Finding], marks: Sequence[suppress.Entry], secrets: set[str],
+           config: Config) -> tuple[list[Finding], list[Finding]]:
+    """(kept, suppressed) of merged findings: pdlint_skip's split and its own findings, then config.
+
+    Shared by lint() and a run that reuses the findings of the hosts an edit did not touch (incremental.py).
+    """
+    kept, suppressed = suppress.split(merge([*found, *suppress.problems(found, marks)]), marks)
+    # vault-decrypted text never reaches any output
+    return (redact.apply(configuration.apply(kept, config), secrets),
+            redact.apply(configuration.apply(suppressed, config), secrets))

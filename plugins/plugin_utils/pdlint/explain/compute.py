@@ -1,0 +1,142 @@
+"""Topology + findings -> the explain model, asking the vllm layer what each release does (no rank math here)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from ..finding import Finding
+from ..topology.types import Deployment, Engine, Topology
+from ..rules.pairs import checked
+from ..vllm import moriio, nixl, parallel, ports, ranks, registry
+from ..vllm import pair as vpair
+from ..vllm.releases import DEFAULT, resolve
+from .model import DeploymentView, EngineView, Explanation, Link, PairView, Port, Worker
+
+_PAIR_RULES = ("deployment[connector]",)
+
+
+def explain(topology: Topology, findings: Sequence[Finding]) -> Explanation:
+    """The explain model of topology, with each finding attached to the element it concerns."""
+    by_dep: dict[str | None, list[Finding]] = {}
+    for f in findings:
+        by_dep.setdefault(f.deployment, []).append(f)
+    # The pairs the rules checked, with their Sides and problems: explain shows what the rules judged.
+    judged = {(id(p), id(d)): (sp, sd, problems) for p, d, sp, sd, problems in checked(topology)}
+    deployments = tuple(_deployment(dep, by_dep.pop(dep.name, []), judged) for dep in topology.deployments)
+    loose = tuple(sorted(f for fs in by_dep.values() for f in fs))
+    return Explanation(deployments, loose)
+
+
+Judged = dict[tuple[int, int], tuple[vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]]
+
+
+def _deployment(dep: Deployment, findings: list[Finding], judged: Judged) -> DeploymentView:
+    engines = (*dep.prefill, *dep.decode)
+    left = list(findings)
+    pairs = []
+    for p, d in dep.pairs():
+        found = judged.get((id(p), id(d)))
+        # A pair the rules do not check (another class on each side, unknown values): shown, with no problems.
+        sp, sd, problems = found if found else (vpair.Side.of(p.lead), vpair.Side.of(d.lead), ())
+        rules = {pr.rule for pr in problems} | set(_PAIR_RULES)
+        mine = _take(left, lambda f, rules=rules, p=p, d=d: f.rule in rules and _touches(f, p) and _touches(f, d))
+        pairs.append(_pair(p, d, sp, sd, mine))
+    views = []
+    for e in engines:
+        mine = _take(left, lambda f, e=e: set(f.hosts) <= set(e.hosts) and _only(f, e, engines))
+        views.append(_engine(e, mine))
+    releases = tuple(sorted({v.release for v in views}))
+    return DeploymentView(dep.name, releases, tuple(views), tuple(pairs), tuple(sorted(left)))
+
+
+def _take(pool: list[Finding], wanted: Callable[[Finding], bool]) -> tuple[Finding, ...]:
+    """The findings of pool that wanted picks, removed from pool (each finding is attached once)."""
+    taken = [f for f in pool if wanted(f)]
+    for f in taken:
+        pool.remove(f)
+    return tuple(sorted(taken))
+
+
+def _touches(f: Finding, e: Engine) -> bool:
+    return bool(set(f.hosts) & set(e.hosts))
+
+
+def _only(f: Finding, e: Engine, engines: Iterable[Engine]) -> bool:
+    """No other engine of the deployment shares all of f's hosts (vllm_instances on one host: the deployment's)."""
+    return bool(f.hosts) and not any(o is not e and set(f.hosts) <= set(o.hosts) for o in engines)
+
+
+def _release(text: str | None) -> str:
+    return str(resolve(text).release or DEFAULT)
+
+
+def _engine(e: Engine, findings: tuple[Finding, ...]) -> EngineView:
+    lead = e.lead
+    workers = []
+    for inst in sorted(e.instances, key=lambda i: (i.node_rank, i.host)):
+        visible = parallel.visible_devices(inst.env) if inst.knows("env.CUDA_VISIBLE_DEVICES") else None
+        for dp, pp, tp, gpu in parallel.rank_devices(inst.tp, inst.pp, inst.dp_local, inst.nnodes, inst.node_rank,
+                                                     visible):
+            workers.append(Worker(inst.host, inst.node, inst.dp_start + dp, pp, tp, gpu))
+    binds = tuple(Port(inst.host, b.port, b.what, inst.label) for inst in e.instances for b in ports.binds(inst))
+    return EngineView(lead.instance_id, lead.role, _release(lead.version), registry.canonical(lead.connector),
+                      lead.tp, lead.pp, lead.dp, lead.nnodes, e.hosts, tuple(workers), binds, findings)
+
+
+def _pair(p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side, findings: tuple[Finding, ...]) -> PairView:
+    names = (p.lead.instance_id, d.lead.instance_id)
+    kind = registry.kind_of(sp.connector)
+    if sp.connector != sd.connector or kind is None:
+        return PairView(*names, sp.connector, str(sd.release), "", "rejected" if findings else "ok", (), None, None,
+                        "no rank map: prefill and decode use different (or no) KV connectors", findings)
+    try:
+        mode, release, links, acks, what = _rank_map(kind, sp, sd)
+    except ValueError as exc:
+        return PairView(*names, sp.connector, str(sd.release), "", "rejected", (), None, None,
+                        f"vLLM cannot map the ranks: {exc}", findings)
+    if mode == "":
+        return PairView(*names, sp.connector, str(sd.release), "", "rejected" if _errors(findings) else "ok", (),
+                        None, None, f"pdlint does not model the rank map of {sp.connector}", findings)
+    stages = (f"the map holds for each of prefill's {sp.pp} PP stages (each holds its own layers)"
+              if sp.pp > 1 and mode == "decode reads" else None)
+    return PairView(*names, sp.connector, release, mode, "rejected" if _errors(findings) else "ok", links, acks,
+                    what, stages, findings)
+
+
+def _errors(findings: Iterable[Finding]) -> bool:
+    return any(f.severity == "error" for f in findings)
+
+
+def _rank_map(kind: str, sp: vpair.Side, sd: vpair.Side) -> tuple[str, str, tuple[Link, ...], int | None, str | None]:
+    """(mode, release that maps, links, acks per prefill rank, what the acks are) from the vllm layer."""
+    P, D = sp.tp, sd.tp  # the names vLLM's docs use
+    if kind == "nixl" and not nixl.is_push(sp):
+        links = [(d, q) for d in range(D) for q in ranks.nixl_targets(d, D, P, sd.release)]
+        return ("decode reads", str(sd.release), _links(links, sp, sd), ranks.nixl_notifications(P, D),
+                "completion notification")
+    if kind == "nixl":
+        links = [(d, q) for q in range(P) for d in ranks.nixl_targets(q, P, D, sp.release)]
+        return "prefill writes", str(sp.release), _links(links, sp, sd), None, None
+    if kind == "moriio" and moriio.side_read(sp) and moriio.side_read(sd):
+        links = [(d, q) for d in range(D) for q in ranks.remote_ranks(d, D, P, "moriio", sd.release)]
+        acks = moriio.ack_count(P, D) if moriio.READ_TP.at(sd.release) == "rank-map" else None
+        return "decode reads", str(sd.release), _links(links, sp, sd), acks, "MoRIIO release ack" if acks else None
+    if kind == "moriio":
+        links = [(d, q) for q in range(P)
+                 for d in ranks.moriio_write_targets(q, P, D, sp.kv_heads, sp.mla, sp.ssm, sp.release)]
+        return "prefill writes", str(sp.release), _links(links, sp, sd), None, None
+    return "", str(sd.release), (), None, None
+
+
+def _links(pairs: list[tuple[int, int]], sp: vpair.Side, sd: vpair.Side) -> tuple[Link, ...]:
+    return tuple(_link(d, q, sp, sd) for d, q in sorted(pairs))
+
+
+def _link(d: int, q: int, sp: vpair.Side, sd: vpair.Side) -> Link:
+    """The KV heads both ranks hold: what moves between them."""
+    if sp.mla:
+        return Link(d, q, (), "mla", True)
+    k = sp.kv_heads
+    if not k:
+        return Link(d, q, (), "unknown", False)
+    shared = tuple(sorted(set(ranks.rank_heads(q, sp.tp, k)) & set(ranks.rank_heads(d, sd.tp, k))))
+    return Link(d, q, shared, "heads", max(sp.tp, sd.tp) > k)

@@ -1,0 +1,1 @@
+"""The fast loader: static YAML/INI inventories read with libyaml, resolved as Ansible would."""

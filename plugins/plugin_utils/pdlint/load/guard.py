@@ -1,0 +1,186 @@
+"""Bounds on every file pdlint reads, checked before any parser builds values from it.
+
+One pass over libyaml's events (no values are constructed here; for a vars file,
+events.py builds its variables from the events this pass accepted) measures nesting
+depth and the size an alias graph expands to, and finds duplicate keys; plain
+byte checks refuse binary, non-UTF-8 and oversized files. What is refused is a
+`load-error` naming the file (and line where there is one); duplicate keys are
+`yaml[key-duplicates]` warnings.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from ..finding import Finding, Origin
+from ..paths import display_path
+
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What one inventory file may cost; refused beyond."""
+
+    max_file_bytes: int = 8 * 1024 * 1024
+    max_depth: int = 100
+    max_nodes: int = 1_000_000  # YAML nodes after expanding aliases
+    max_files: int = 100_000  # entries walked under the inventory and its vars directories
+
+
+class Refused(Exception):
+    """A file pdlint will not read further (exit 2)."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+def refuse(path: str, message: str, hint: str | None = None, line: int | None = None,
+           column: int | None = None) -> Refused:
+    return Refused(Finding(Origin(display_path(path), line, column), "load-error", "error", message, hint))
+
+
+def text_of(data: bytes, path: str, limits: Limits) -> str:
+    """The file's text, or Refused: too large, binary, or not UTF-8 (with the line of the first bad byte)."""
+    if len(data) > limits.max_file_bytes:
+        raise refuse(path, f"file is {len(data):,} bytes, over the {limits.max_file_bytes:,}-byte limit",
+                     "raise the limit with --max-file-size if this file is genuine")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise refuse(path, "binary file (contains NUL bytes), not an inventory or vars file",
+                     "remove it from the inventory directory", data.count(b"\n", 0, nul) + 1)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise refuse(path, f"not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded",
+                     "save the file as UTF-8", line, column) from None
+
+
+def ini_lines(data: bytes, path: str, limits: Limits) -> list[str] | None:
+    """The lines ansible-core's INI plugin reads from a file that is not UTF-8, else None (text_of decides).
+
+    Each line is decoded alone and a line whose first byte is # or ; is read as empty, whatever its bytes
+    (ansible-core issue 17593); any other undecodable line fails the INI plugin too."""
+    if len(data) > limits.max_file_bytes or b"\0" in data:
+        return None
+    try:
+        data.decode("utf-8")
+        return None
+    except UnicodeDecodeError:
+        pass
+    result = []
+    for line in data.splitlines():
+        if line[:1] in (b"#", b";"):
+            result.append("")
+            continue
+        try:
+            result.append(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None
+    return result
+
+
+@dataclasses.dataclass
+class _Collection:
+    is_map: bool
+    anchor: str | None
+    start: Any
+    size: int = 1
+    keys: dict[str, int] = dataclasses.field(default_factory=dict)
+    at_key: bool = True  # in a mapping: the next node is a key
+
+
+@dataclasses.dataclass
+class Scan:
+    """What one pass over a YAML file found."""
+
+    duplicates: list[Finding] = dataclasses.field(default_factory=list)
+    top_keys: list[str] = dataclasses.field(default_factory=list)
+    syntax_error: Finding | None = None
+
+
+def scan_yaml(text: str, path: str, limits: Limits, feed: Callable[[type, Any], None] | None = None) -> Scan:
+    """Depth, alias expansion and duplicate keys of a YAML text; Refused when over a limit.
+
+    feed, when given, is called with (type of event, event) for every event once the checks above have
+    passed it (events.py builds a vars file's values in this same pass); an event over a limit never reaches it."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    result = Scan()
+    stack: list[_Collection] = []
+    anchors: dict[str, int] = {}
+    total = 0
+
+    def count(size: int, event: Any) -> None:
+        nonlocal total
+        total += size
+        if total > limits.max_nodes:
+            mark = event.start_mark
+            raise refuse(path, f"YAML expands to more than {limits.max_nodes:,} nodes (an alias bomb?)",
+                         "remove the aliases that multiply the document", mark.line + 1, mark.column + 1)
+
+    def place(size: int, event: Any, key: str | None) -> None:
+        """A finished node of this size goes into the enclosing collection (as key or value)."""
+        if not stack:
+            return
+        parent = stack[-1]
+        parent.size += size
+        if not parent.is_map:
+            return
+        if parent.at_key and key is not None and key != "<<":
+            first = parent.keys.get(key)
+            mark = event.start_mark
+            if first is not None:
+                result.duplicates.append(Finding(
+                    Origin(display_path(path), mark.line + 1, mark.column + 1), "yaml[key-duplicates]", "warning",
+                    f"duplicate key {key!r} (first at line {first}): Ansible silently keeps the later value",
+                    "remove one of the two keys"))
+            else:
+                parent.keys[key] = mark.line + 1
+                if len(stack) == 1:
+                    result.top_keys.append(key)
+        parent.at_key = not parent.at_key
+
+    scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
+    starts = {yaml.MappingStartEvent: True, yaml.SequenceStartEvent: False}
+    ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            kind = type(event)  # the most frequent events first: this loop runs once per YAML node
+            if kind is scalar:
+                count(1, event)
+                if event.anchor:
+                    anchors[event.anchor] = 1
+                place(1, event, event.value if event.implicit[0] or event.tag is None else None)
+            elif kind in starts:
+                if len(stack) >= limits.max_depth:
+                    mark = event.start_mark
+                    raise refuse(path, f"YAML nested deeper than {limits.max_depth} levels",
+                                 "flatten the structure", mark.line + 1, mark.column + 1)
+                count(1, event)
+                stack.append(_Collection(starts[kind], event.anchor, event))
+            elif kind in ends:
+                done = stack.pop()
+                if done.anchor:
+                    anchors[done.anchor] = done.size
+                place(done.size, done.start, None)
+            elif kind is alias:
+                size = anchors.get(event.anchor, 1)
+                count(size, event)
+                place(size, event, None)
+            if feed is not None:
+                feed(kind, event)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        result.syntax_error = Finding(
+            Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None), "load-error", "error",
+            f"YAML syntax error: {problem}", "fix the YAML syntax at this position")
+    except yaml.YAMLError as exc:
+        result.syntax_error = Finding(Origin(display_path(path)), "load-error", "error", f"YAML error: {exc}")
+    return result

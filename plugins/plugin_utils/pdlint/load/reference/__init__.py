@@ -1,0 +1,1 @@
+"""The reference loader: ansible-core's InventoryManager + VariableManager."""

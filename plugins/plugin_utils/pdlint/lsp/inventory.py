@@ -1,0 +1,96 @@
+"""Which inventory an editor file belongs to, and one check of it with the editor's unsaved buffers in place."""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..config import value as configuration
+from ..config import files as configfile
+from ..engine import core as engine
+from ..config.value import Config, ConfigError
+from ..finding import Finding, Origin
+from ..hostvars import HostVars, is_template
+from ..cli.inputs import no_hosts
+from ..load import guard
+from ..load.preflight import VARS_DIRS, LoadError
+from ..topology.types import Topology
+
+_INVENTORY_NAMES = ("hosts", "inventory")
+
+
+def inventory_of(path: str) -> str | None:
+    """The inventory source a file belongs to, as the CLI finds it; None for a file that is no inventory.
+
+    A group_vars/host_vars file names the directory above it (as `pdlint PATH` does). Any other file names its
+    directory when that holds group_vars/ or host_vars/ (the same inventory, whichever of its files is open),
+    else itself when it is named like an inventory (hosts*, inventory*, *.ini). Other YAML (playbooks) is left alone.
+    """
+    p = Path(os.path.abspath(path))
+    for parent in p.parents:
+        if parent.name in VARS_DIRS:
+            return str(parent.parent)
+    if any((p.parent / d).is_dir() for d in VARS_DIRS):
+        return str(p.parent)
+    if p.suffix == ".ini" or p.stem.startswith(_INVENTORY_NAMES):
+        return str(p)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """One check of one inventory: findings (or the load-error that stopped it), and what they were computed on."""
+
+    source: str
+    findings: tuple[Finding, ...] = ()
+    hosts: tuple[HostVars, ...] = ()
+    topology: Topology | None = None
+    failed: Finding | None = None  # a load-error: the other files keep their last diagnostics
+    fell_back: str | None = None  # why ansible-core's loader read (some of) the inventory from disk
+
+
+def _config(source: str) -> Config:
+    start = Path(source if os.path.isdir(source) else os.path.dirname(source))
+    return configfile.load(start)
+
+
+def check(source: str, overlay: Mapping[str, str], memo: Any = None) -> Outcome:
+    """Load and lint source with overlay's texts in place of those files, as `pdlint SOURCE` would.
+
+    memo (a load.filememo.Memo the server keeps between checks) answers for the files whose content it has seen.
+    Without the cyclic GC meanwhile, as the CLI runs: a check makes only acyclic objects (a test holds it to
+    that), and a collection during it would rescan the server's whole heap (the memo of every file) again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(source, overlay, memo)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
+    from ..load import select
+
+    notes: list[Finding] = []
+    fell: list[str] = []
+    try:
+        config = _config(source)
+    except ConfigError as exc:
+        return Outcome(source, failed=Finding(Origin(source), "load-error", "error", str(exc)))
+    try:
+        hosts = select.load([source], notes=notes, note=fell.append, overlay=overlay, limits=guard.Limits(),
+                            memo=memo)
+    except LoadError as exc:
+        return Outcome(source, failed=exc.finding)
+    if not hosts:
+        return Outcome(source, failed=no_hosts([source]))
+    result = engine.lint(hosts, config)
+    findings = sorted(configuration.apply(notes, config) + result.findings)
+    why = fell[0] if fell else None
+    if why is None and any(is_template(text) for text in overlay.values()):
+        why = "hosts with Jinja templates are rendered by ansible-core"
+    return Outcome(source, tuple(findings), tuple(hosts), result.topology, fell_back=why)

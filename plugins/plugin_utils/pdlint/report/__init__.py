@@ -1,0 +1,1 @@
+"""Reporters, chosen by name: findings -> text, JSON, SARIF, GitHub annotations."""

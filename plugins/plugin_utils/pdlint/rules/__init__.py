@@ -1,0 +1,41 @@
+"""The rule registry: every rule pdlint runs, listed explicitly (no discovery)."""
+from __future__ import annotations
+
+from . import (
+    connector,
+    deployment,
+    env,
+    gpu,
+    kv_heads,
+    kv_role,
+    network,
+    pd_mismatch,
+    skip,
+    stages,
+    tp,
+    tp_ratio,
+    version,
+)
+from .base import Rule
+
+# Stage rules (reported by the loader, builder, schema and suppression) run outside the rule loop.
+STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved, stages.key_duplicates,
+                            stages.group_name, stages.unmatched_vars, stages.role_conflict, skip.unused,
+                            skip.unknown)
+
+CHECKS: tuple[Rule, ...] = (
+    version.unknown,
+    deployment.incomplete, deployment.connector,
+    connector.unknown, connector.config, connector.out_of_tree,
+    kv_role.missing, kv_role.invalid, kv_role.side, kv_role.moriio_explicit,
+    tp.heads, tp.kv_heads, tp.model_facts,
+    tp_ratio.moriio_ratio, tp_ratio.moriio_write, tp_ratio.nixl, tp_ratio.mooncake, tp_ratio.p2p_nccl,
+    kv_heads.moriio_replicated, kv_heads.nixl_prefill_replicated,
+    pd_mismatch.model, pd_mismatch.dtype, pd_mismatch.kv_cache_dtype, pd_mismatch.vllm_version,
+    pd_mismatch.hma, pd_mismatch.block_size,
+    network.engine_id, network.collision, network.http_mismatch, network.side_channel_host,
+    gpu.oversubscribed, gpu.overlap, gpu.count,
+    env.ignored,
+)
+
+REGISTRY: dict[str, Rule] = {r.id: r for r in (*STAGES, *CHECKS)}

@@ -1,0 +1,79 @@
+"""What a rule is: an id, a severity, and a check whose docstring is its user documentation."""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import textwrap
+from collections.abc import Callable, Iterable, Iterator
+
+from ..finding import Finding, Origin
+from ..topology.types import Engine, Instance, Topology
+
+
+@dataclasses.dataclass(frozen=True)
+class Hit:
+    """A violation as a check sees it; the Rule adds its id and severity."""
+
+    origin: Origin
+    message: str
+    hint: str | None = None
+    hosts: tuple[str, ...] = ()
+    deployment: str | None = None
+
+
+Check = Callable[[Topology], Iterator[Hit]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: str
+    check_hits: Check
+
+    @property
+    def doc(self) -> str:
+        return inspect.cleandoc(self.check_hits.__doc__ or "")
+
+    @property
+    def summary(self) -> str:
+        return self.doc.splitlines()[0] if self.doc else ""
+
+    def examples(self) -> dict[str, str]:
+        """The PASS and FAIL inventory snippets of the docstring (indented blocks)."""
+        found: dict[str, str] = {}
+        for label, block in re.findall(r"^(PASS|FAIL):\n\n((?:(?: {4}.*)?\n)+)", self.doc + "\n", re.M):
+            found[label] = textwrap.dedent(block).strip("\n") + "\n"
+        return found
+
+    def check(self, topology: Topology) -> Iterator[Finding]:
+        for hit in self.check_hits(topology):
+            yield Finding(origin=hit.origin, rule=self.id, severity=self.severity, message=hit.message,
+                          hint=hit.hint, hosts=tuple(sorted(set(hit.hosts))), deployment=hit.deployment)
+
+
+def rule(rule_id: str, severity: str = "error") -> Callable[[Check], Rule]:
+    """Declare a check as the rule rule_id (the registry in rules/__init__.py lists it)."""
+    def wrap(check: Check) -> Rule:
+        return Rule(rule_id, severity, check)
+    return wrap
+
+
+def hit(where: Instance | Engine, fields: Iterable[str], message: str, hint: str | None = None,
+        also: Iterable[Instance | Engine] = (), deployment: str | None = None) -> Hit:
+    """A hit at the first of fields set on where's lead instance, naming where's hosts and also's."""
+    lead = where.lead if isinstance(where, Engine) else where
+    hosts = list(_hosts(where))
+    for other in also:
+        hosts.extend(_hosts(other))
+    return Hit(lead.at(*fields), message, hint, tuple(hosts), deployment or lead.deployment)
+
+
+def _hosts(item: Instance | Engine) -> tuple[str, ...]:
+    return item.hosts if isinstance(item, Engine) else (item.host,)
+
+
+def words(numbers: list[int]) -> str:
+    """[4, 8] -> '4 or 8'."""
+    text = [str(n) for n in numbers]
+    return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " or " + text[-1]

@@ -1,0 +1,103 @@
+"""deployment[*]: every deployment needs both sides, speaking one connector."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..topology.types import Instance, Topology
+from ..vllm import composite
+from ..vllm import registry as connectors
+from .base import Hit, hit, rule
+
+
+@rule("deployment[incomplete]")
+def incomplete(topo: Topology) -> Iterator[Hit]:
+    """A deployment has no prefill or no decode instance.
+
+    KV cache produced by prefill must be consumed by a decode instance of the
+    same deployment (vllm_pd_deployment); a one-sided deployment serves nothing.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            p2: {vllm_pd_role: prefill}
+    """
+    for dep in topo.deployments:
+        present = dep.prefill or dep.decode
+        if dep.prefill and dep.decode:
+            continue
+        missing = "decode" if dep.prefill else "prefill"
+        yield hit(present[0], ("pd_deployment",),
+                  f"deployment {dep.name!r} has no {missing} instance",
+                  f"add a host with vllm_pd_role: {missing} and vllm_pd_deployment: {dep.name}",
+                  also=present[1:], deployment=dep.name)
+
+
+@rule("deployment[connector]")
+def connector(topo: Topology) -> Iterator[Hit]:
+    """Prefill and decode of a deployment use different kv_connector classes.
+
+    Aliases count as the same class in the releases that define them: from
+    vLLM 0.24.0 `NixlConnector` is `NixlPullConnector` (before, only
+    NixlConnector exists); `NixlPushConnector` is a different protocol and
+    never pairs with either (the transfer mode is part of NIXL's handshake
+    hash). A composite connector pairs through its transfer child: vLLM's
+    MultiConnector (0.9.0+) and Dynamo's PdConnector wrap children in
+    kv_connector_extra_config.connectors, and the P/D child among them (NIXL,
+    MoRIIO, Mooncake, P2pNccl) is what the other side must speak; a prefill on
+    PdConnector(DynamoConnector + NixlConnector) pairs with a NIXL decode.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_producer}
+            d1:
+              vllm_pd_role: decode
+              vllm_kv_transfer_config: {kv_connector: NixlPullConnector, kv_role: kv_consumer}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_producer}
+            d1:
+              vllm_pd_role: decode
+              vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_consumer}
+    """
+    for dep in topo.deployments:
+        for p, d in dep.pairs():
+            if not (p.lead.knows("kv_connector") and d.lead.knows("kv_connector")):
+                continue
+            # What pairs is a composite's transfer child (MultiConnector, PdConnector), not the wrapper's name.
+            vp, vd = composite.effective(p.lead), composite.effective(d.lead)
+            pc, dc = vp.connector, vd.connector
+            if pc == dc or connectors.same_class(pc, dc, p.lead, d.lead):
+                continue
+            yield hit(d, ("kv_connector", "kv_transfer_config"),
+                      f"decode uses kv_connector {_named(vd, d.lead)} but prefill uses {_named(vp, p.lead)}",
+                      f"use kv_connector {pc} on decode too" if pc else "set the same kv_connector on both sides",
+                      also=(p,), deployment=dep.name)
+
+
+def _named(view: Instance, inst: Instance) -> str:
+    """The connector that pairs, naming the composite it sits in."""
+    if view is inst:
+        return str(inst.connector or "none")
+    return f"{view.connector} (the transfer child of {inst.connector})"

@@ -1,0 +1,229 @@
+"""engine-id, port and nixl rules: what instances claim on the network must not clash."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..vllm import composite, registry as connectors, view
+from ..topology.types import Instance, Topology
+from ..vllm.ports import Bind, binds
+from .base import Hit, hit, rule
+
+
+@rule("engine-id[duplicate]")
+def engine_id(topo: Topology) -> Iterator[Hit]:
+    """Two engines share an explicit kv_transfer_config engine_id.
+
+    Connectors key their peers by engine_id (NIXL's remote agents, MoRIIO's
+    handshake table), so two engines with one id overwrite each other. Leave it
+    unset and vLLM picks a uuid4 (KVTransferConfig.__post_init__).
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both, engine_id: p1}
+            d1:
+              vllm_pd_role: decode
+              vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both, engine_id: d1}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both, engine_id: shared}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+    """
+    seen: dict[str, Instance] = {}
+    for inst in sorted(topo.instances, key=lambda i: (i.host, i.index or 0)):
+        if not inst.engine_id or not inst.knows("engine_id") or view.kind(inst) == "moriio":
+            continue  # MoRIIO ignores engine_id: it uses host_ip:handshake_port
+        first = seen.setdefault(str(inst.engine_id), inst)
+        if first is not inst and (first.deployment, first.instance_id) != (inst.deployment, inst.instance_id):
+            yield hit(inst, ("engine_id",), f"engine_id {inst.engine_id!r} is also used by {first.label}",
+                      "give every engine its own engine_id, or leave it unset", also=(first,))
+
+
+def _label(inst: Instance, bind: Bind) -> str:
+    return f"{inst.label} {bind.what}"
+
+
+@rule("port[collision]")
+def collision(topo: Topology) -> Iterator[Hit]:
+    """Two listeners on one host claim the same port: API ports and each connector's ports.
+
+    vLLM 0.32.0 ports: NIXL binds VLLM_NIXL_SIDE_CHANNEL_PORT (5600) + DP index
+    per engine core; MoRIIO binds handshake_port (6301) and notify_port (61005)
+    + DP-local rank + TP rank per worker, so one engine with local DP > 1 and
+    TP > 1, or PP > 1, collides with itself; Mooncake's prefill binds
+    VLLM_MOONCAKE_BOOTSTRAP_PORT (8998). A composite connector (MultiConnector,
+    Dynamo's PdConnector) binds the ports of every child in
+    kv_connector_extra_config.connectors.
+
+    `vllm_port: null` (or `port: null` on a vllm_instances item) is an engine
+    without an API server (a headless worker, a --headless node): it binds no
+    API port and no API-port rule applies to it, but its connector ports still
+    count. Leaving vllm_port unset means vLLM's default 8000.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            gpu1:
+              vllm_instances:
+                - {pd_role: prefill, port: 8100, env: {VLLM_NIXL_SIDE_CHANNEL_PORT: 5600}}
+                - {pd_role: decode, port: 8200, env: {VLLM_NIXL_SIDE_CHANNEL_PORT: 5610}}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            gpu1:
+              vllm_instances:
+                - {pd_role: prefill, port: 8100}
+                - {pd_role: decode, port: 8200}
+    """
+    by_host: dict[str, list[Instance]] = {}
+    for inst in topo.instances:
+        by_host.setdefault(inst.host, []).append(inst)
+    for host, insts in sorted(by_host.items()):
+        claimed: dict[int, tuple[Instance, Bind]] = {}
+        for inst in sorted(insts, key=lambda i: i.index or 0):
+            if not inst.knows("port", "kv_connector_extra_config", "kv_transfer_config"):
+                continue
+            reported: set[tuple[int, str]] = set()
+            for bind in binds(inst):
+                owner = claimed.get(bind.port)
+                if owner is None:
+                    claimed[bind.port] = (inst, bind)
+                    continue
+                first, first_bind = owner
+                key = (id(first), first_bind.field)
+                if key in reported:
+                    continue
+                reported.add(key)
+                where = "itself" if first is inst else first.label
+                yield hit(inst, (bind.field, "port"),
+                          f"{_label(inst, bind)} uses port {bind.port}, already taken on {host} by "
+                          f"{_label(first, first_bind) if first is not inst else 'the same instance'}",
+                          "give each instance on a host its own port range" if where != "itself" else
+                          "MoRIIO offsets ports by DP-local rank + TP rank: run one DP rank per instance, or PP 1",
+                          also=(first,))
+
+
+@rule("port[http-mismatch]")
+def http_mismatch(topo: Topology) -> Iterator[Hit]:
+    """MoRIIO/P2pNccl kv_connector_extra_config.http_port differs from the instance's API port.
+
+    The connector advertises http_port to the proxy as the instance's HTTP
+    address (MoRIIO: request_address in the heartbeat); vLLM never checks it
+    against --port, so the proxy sends requests to a port nothing serves.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_port: 8100
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_producer
+                kv_connector_extra_config: {http_port: 8100}
+            d1:
+              vllm_pd_role: decode
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_consumer
+                kv_connector_extra_config: {http_port: 8000}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              vllm_port: 8100
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_producer
+                kv_connector_extra_config: {http_port: 8000}
+            d1:
+              vllm_pd_role: decode
+              vllm_kv_transfer_config:
+                kv_connector: MoRIIOConnector
+                kv_role: kv_consumer
+                kv_connector_extra_config: {http_port: 8000}
+    """
+    for inst in topo.instances:
+        if view.kind(inst) not in ("moriio", "p2p-nccl") or inst.port is None or not inst.knows("port"):
+            continue
+        value = composite.effective(inst).extra.get("http_port")
+        if value is None or not str(value).strip().isdigit():
+            continue
+        if int(str(value)) != inst.port:
+            yield hit(inst, ("extra.http_port",), f"http_port {value} differs from the instance's API port {inst.port}",
+                      f"set http_port: {inst.port}, or vllm_port: {value}")
+
+
+def _side_channel_host(inst: Instance) -> str:
+    return inst.env.get("VLLM_NIXL_SIDE_CHANNEL_HOST", "localhost").strip()
+
+
+@rule("nixl[side-channel-host]")
+def side_channel_host(topo: Topology) -> Iterator[Hit]:
+    """NIXL prefill and decode on different hosts, and the side channel host is unset or loopback.
+
+    envs.VLLM_NIXL_SIDE_CHANNEL_HOST defaults to "localhost": the handshake
+    listener binds loopback only and prefill advertises it to decode
+    (nixl/base_scheduler.py), so a decode on another host cannot connect.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_env: {VLLM_NIXL_SIDE_CHANNEL_HOST: 10.0.0.1}}
+            d1: {vllm_pd_role: decode, vllm_env: {VLLM_NIXL_SIDE_CHANNEL_HOST: 10.0.0.2}}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+    """
+    flagged: set[int] = set()
+    for dep in topo.deployments:
+        for p, d in dep.pairs():
+            lp, ld = p.lead, d.lead
+            if view.kind(lp) != "nixl" or view.kind(ld) != "nixl" or lp.host == ld.host:
+                continue
+            # Pull: decode dials prefill's advertised host; push: both sides dial each other.
+            for engine, inst in ((p, lp), (d, ld)) if view.is_push(lp) else ((p, lp),):
+                if id(inst) in flagged or not inst.knows("env.VLLM_NIXL_SIDE_CHANNEL_HOST"):
+                    continue
+                if _side_channel_host(inst) in connectors.LOOPBACK:
+                    flagged.add(id(inst))
+                    yield hit(engine, ("env.VLLM_NIXL_SIDE_CHANNEL_HOST", "kv_connector"),
+                              f"{inst.role} {inst.label} advertises NIXL side channel host "
+                              f"{_side_channel_host(inst) or 'localhost'!r}, unreachable from {ld.label if inst is lp else lp.label}",
+                              "set vllm_env.VLLM_NIXL_SIDE_CHANNEL_HOST to the host's routable IP address")

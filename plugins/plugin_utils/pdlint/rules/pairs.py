@@ -1,0 +1,108 @@
+"""Prefill/decode pairs of one connector family, the unit of the cross-instance rules."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..topology.types import Engine, Instance, Topology
+from ..vllm import composite, pair as vpair, registry as connectors, view
+from .base import Hit, hit
+from .hints import candidates, tp_hint
+
+
+Pair = tuple[Engine, Engine, Instance, Instance]
+_per_topology: tuple[Topology, dict[object, object]] | None = None
+
+
+def _memo(topo: Topology) -> dict[object, object]:
+    """What the pair rules computed for topo: kept for the last topology asked about (checks run one at a time)."""
+    global _per_topology
+    if _per_topology is None or _per_topology[0] is not topo:
+        _per_topology = (topo, {})
+    return _per_topology[1]
+
+
+def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[Pair]:
+    """(prefill engine, decode engine, their leads) for pairs both on one connector of family kind (or kinds)."""
+    kinds = (kind,) if isinstance(kind, str) else kind
+    memo = _memo(topo)
+    found = memo.get((kinds, needs))
+    if found is None:  # several rules ask for the same pairs
+        found = memo[(kinds, needs)] = list(_pairs(topo, kinds, needs))
+    return iter(found)  # type: ignore[call-overload]
+
+
+def _pairs(topo: Topology, kinds: tuple[str, ...], needs: tuple[str, ...]) -> Iterator[Pair]:
+    def eligible(engines: tuple[Engine, ...]) -> list[tuple[Engine, Instance, str | None]]:
+        # Filter each side once: the cross product below is the hot loop (P x D pairs per rule).
+        # A composite pairs through its transfer child (vllm/composite.py): compare the child's class.
+        return [(e, e.lead, connectors.canonical(composite.effective(e.lead).connector)) for e in engines
+                if view.kind(e.lead) in kinds and e.lead.knows(*needs, "kv_connector")]
+
+    for dep in topo.deployments:
+        decode = eligible(dep.decode)
+        for p, lp, pc in eligible(dep.prefill):
+            for d, ld, dc in decode:
+                if pc == dc:  # a different class is deployment[connector]'s to report
+                    yield p, d, lp, ld
+
+
+_NEEDS = ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "kv_connector_extra_config", "version")
+_KINDS = ("nixl", "moriio", "mooncake", "p2p-nccl")
+Checked = tuple[Engine, Engine, vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]
+
+
+def checked(topo: Topology) -> list[Checked]:
+    """Every same-connector pair of topo with the vllm layer's problems (computed once per topology)."""
+    memo = _memo(topo)
+    if "checked" not in memo:
+        # P x D pairs share few distinct engines: one Side per engine, equal Sides made one object, and the
+        # problems of each pair of distinct Sides asked once (hashing a Side is the cost of an lru lookup).
+        sides: dict[int, vpair.Side] = {}
+        same: dict[vpair.Side, vpair.Side] = {}
+        asked: dict[tuple[int, int], tuple[vpair.Problem, ...]] = {}
+
+        def side(engine: Engine, lead: Instance) -> vpair.Side:
+            found = sides.get(id(engine))
+            if found is None:
+                made = vpair.Side.of(lead)
+                found = sides[id(engine)] = same.setdefault(made, made)
+            return found
+
+        found = []
+        for p, d, lp, ld in pairs(topo, _KINDS, *_NEEDS):
+            sp, sd = side(p, lp), side(d, ld)
+            key = (id(sp), id(sd))
+            problems = asked.get(key)
+            if problems is None:
+                problems = asked[key] = vpair.problems(sp, sd)
+            found.append((p, d, sp, sd, problems))
+        memo["checked"] = found
+    return memo["checked"]  # type: ignore[return-value]
+
+
+def problem_hits(topo: Topology, rule_id: str) -> Iterator[Hit]:
+    """The vllm layer's problems of every pair that rule_id reports, at the value to change, with a working hint."""
+    for p, d, sp, sd, problems in checked(topo):
+        for problem in problems:
+            if problem.rule != rule_id:
+                continue
+            where = p if problem.side == "prefill" else d
+            hint = problem.hint if problem.hint is not None or not problem.tp_fix else tp_hint(p, d, sp, sd)
+            yield hit(where, problem.fields, problem.message, hint, also=(p, d))
+
+
+def paired_tp(topo: Topology, inst: Instance) -> set[int] | None:
+    """TP sizes for inst's engine that pass its own checks and every pair it is in (None: in no checked pair)."""
+    memo = _memo(topo)
+    if "by-instance" not in memo:  # each instance's engine in every checked pair, indexed once per topology
+        index: dict[int, list[tuple[Engine, vpair.Side, vpair.Side]]] = {}
+        for p, d, sp, sd, _ in checked(topo):
+            for engine, side, other in ((p, sp, sd), (d, sd, sp)):
+                for i in engine.instances:  # by identity: Instance equality compares every field
+                    index.setdefault(id(i), []).append((engine, side, other))
+        memo["by-instance"] = index
+    found: set[int] | None = None
+    for engine, side, other in memo["by-instance"].get(id(inst), ()):  # type: ignore[attr-defined]
+        ok = candidates(engine, side, other)
+        found = set(ok) if found is None else found & ok
+    return found

@@ -1,0 +1,140 @@
+"""tp[*] and model-facts: each engine's TP must split the model's heads."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..vllm import parallel
+from ..vllm.registry import nearest
+from ..topology.types import Instance, Topology
+from .base import Hit, hit, rule, words
+from .pairs import paired_tp
+
+_FACT_VARS = {"heads": "vllm_model_num_attention_heads", "kv_heads": "vllm_model_num_kv_heads",
+              "mla": "vllm_model_is_mla"}
+
+
+def _divisors_near(total: int, near: int) -> list[int]:
+    return nearest([n for n in range(1, total + 1) if total % n == 0], near)
+
+
+def _hint(topo: Topology, inst: Instance, alone: list[int]) -> str | None:
+    """TP sizes that also pass every P/D pair the instance is in (its release's checks); alone otherwise."""
+    paired = paired_tp(topo, inst)
+    near = alone if paired is None else nearest(sorted(paired), inst.tp)
+    return f"use TP {words(near)}" if near else None
+
+
+@rule("tp[heads]")
+def heads(topo: Topology) -> Iterator[Hit]:
+    """The model's attention heads H are not divisible by the instance's TP.
+
+    vLLM 0.32.0 ModelConfig.verify_with_parallel_config (config/model.py):
+    "Total number of attention heads (H) must be divisible by tensor parallel size (TP)."
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat, vllm_model: meta-llama/Llama-3.1-8B-Instruct}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 4}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat, vllm_model: meta-llama/Llama-3.1-8B-Instruct}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 6}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 4}
+    """
+    for inst in topo.instances:
+        total = inst.facts.heads
+        if total and inst.knows("tensor_parallel_size") and total % inst.tp:
+            yield hit(inst, ("tensor_parallel_size",),
+                      f"{inst.facts.heads} attention heads are not divisible by TP {inst.tp}",
+                      _hint(topo, inst, _divisors_near(total, inst.tp)))
+
+
+@rule("tp[kv-heads]")
+def kv_heads(topo: Topology) -> Iterator[Hit]:
+    """TP does not split or replicate the model's KV heads K evenly.
+
+    vLLM's QKV projection (QKVParallelLinear) replicates KV heads when
+    TP >= K (needs TP % K == 0) and splits them when TP < K (needs
+    K % TP == 0). MLA models have one latent KV replicated on every rank, so
+    only tp[heads] applies to them.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat, vllm_model: Qwen/Qwen2.5-7B-Instruct}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 4}
+
+    FAIL:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: my-org/custom
+            vllm_model_num_attention_heads: 24
+            vllm_model_num_kv_heads: 4
+            vllm_model_is_mla: false
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 6}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 6}
+    """
+    for inst in topo.instances:
+        k = inst.facts.kv_heads
+        if (k and inst.facts.mla is False and inst.knows("tensor_parallel_size")
+                and not parallel.kv_split_ok(inst.tp, k, False)):
+            how = "replicate" if inst.tp >= k else "split"
+            valid = [n for n in range(1, 2 * max(k, inst.tp) + 1)
+                     if parallel.kv_split_ok(n, k, False) and parallel.heads_ok(n, inst.facts.heads)]
+            yield hit(inst, ("tensor_parallel_size",),
+                      f"TP {inst.tp} cannot {how} the model's {k} KV heads evenly",
+                      _hint(topo, inst, nearest(valid, inst.tp)))
+
+
+def _missing(inst: Instance) -> list[str]:
+    facts = inst.facts
+    return [var for attr, var in _FACT_VARS.items() if getattr(facts, attr) is None]
+
+
+@rule("model-facts", "warning")
+def model_facts(topo: Topology) -> Iterator[Hit]:
+    """A rule needs the model's heads, KV heads or MLA flag, and they are unknown.
+
+    The TP and KV-head rules are skipped for such an instance. pdlint knows the
+    models in its table (data/model-attention-facts.json); for any other model
+    set the facts in the inventory.
+
+    PASS:
+
+        all:
+          vars:
+            vllm_pd_deployment: chat
+            vllm_model: my-org/custom
+            vllm_model_num_attention_heads: 32
+            vllm_model_num_kv_heads: 8
+            vllm_model_is_mla: false
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 2}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat, vllm_model: my-org/custom}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 2}
+    """
+    for inst in topo.instances:
+        missing = _missing(inst)
+        if missing and inst.tp > 1:
+            model = f"model {inst.model!r}" if inst.model else "the model (vllm_model is not set)"
+            yield hit(inst, ("model", "tensor_parallel_size"),
+                      f"{model} is not in pdlint's table; TP and KV-head rules are skipped",
+                      "set " + ", ".join(missing))

@@ -1,0 +1,42 @@
+"""vllm-version[unknown]: vllm_version names a release pdlint has no rules of its own for."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..topology.types import Topology
+from ..vllm.releases import resolve
+from .base import Hit, hit, rule
+
+
+@rule("vllm-version[unknown]", "warning")
+def unknown(topo: Topology) -> Iterator[Hit]:
+    """vllm_version is not a release pdlint knows; the rules of the nearest known release were applied.
+
+    pdlint applies each vLLM release's own behaviour (`pdlint versions` lists
+    them). A release newer than the newest known one gets the newest known
+    rules, one that falls between known releases gets the rules of the one
+    before it; the message names the release whose rules were used. A value
+    that is not a release at all is a `schema` error.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat, vllm_version: "0.25.1.post1"}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat, vllm_version: "0.99.0"}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+    """
+    for inst in topo.instances:
+        if not inst.knows("version") or "version" not in inst.origins:
+            continue
+        note = resolve(inst.version).note
+        if note:
+            yield hit(inst, ("version",), note, "pin a release `pdlint versions` lists, or update pdlint")

@@ -1,0 +1,288 @@
+"""The `schema` rule: one host's variables against the generated JSON Schema (schema_doc), each error at its line."""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ..topology.build import kv_config
+from ..finding import Finding, Origin
+from ..hostvars import HostVars, Unresolved
+from ..rules.connector import CHECKED_EXTRA
+from .document import SCHEMA_ID, dumps, expected, generate
+from .quick import surely_valid
+from ..vllm import kvconfig
+from ..vllm.releases import DEFAULT, Release, resolve
+from ..yaml_text import yaml_text
+
+__all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
+
+# Keys whose invalid values a dedicated rule reports (kv-role[invalid]), so the CLI says it once.
+OWNED_BY_RULES = frozenset(("kv_role",))
+_EXTRA = "kv_connector_extra_config"
+_KV = "kv_transfer_config"
+Path = tuple[Any, ...]
+
+
+def _prepare(value: Any) -> Any:
+    """Unresolved values validate as templates; a JSON kv_transfer_config as its object."""
+    if isinstance(value, Unresolved):
+        return "{{ unresolved }}"
+    if isinstance(value, dict):
+        return {k: _prepare(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_prepare(v) for v in value]
+    return value
+
+
+def _inline(node: Any, definitions: dict[str, Any]) -> Any:
+    """The same schema with local $refs replaced by their definition (jsonschema resolves a $ref slowly)."""
+    if isinstance(node, list):
+        return [_inline(n, definitions) for n in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref", "")
+    if ref.startswith("#/definitions/") and len(node) == 1:
+        return _inline(definitions[ref.rsplit("/", 1)[1]], definitions)
+    return {k: _inline(v, definitions) for k, v in node.items()}
+
+
+def _validator() -> Any:
+    import jsonschema
+
+    doc = generate()
+    base = jsonschema.validators.validator_for(doc)
+    # JSON Schema counts 4.0 as an integer; Ansible renders it as "4.0" on the command line and vLLM's int("4.0")
+    # fails, so pdlint does not (editors, which see JSON numbers, accept it).
+    strict = jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)))
+    return strict(_inline(doc, doc.get("definitions", {})))
+
+
+_VALIDATOR: Any = None
+
+
+def _leaves(error: Any) -> list[Any]:
+    """The errors to report for one error: inside a container, the anyOf branch of the value's own kind.
+
+    A scalar that matches no branch is one error at its line ("is not an integer >= 1");
+    a mapping or list is judged by the branch of its type, down to the offending key (as editors do).
+    """
+    if error.validator != "anyOf" or not error.context or not isinstance(error.instance, (dict, list)):
+        return [error]
+    depth = len(error.absolute_path)
+    branches: dict[Any, list[Any]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    own_kind = [errs for errs in branches.values()
+                if not any(e.validator == "type" and len(e.absolute_path) == depth for e in errs)]
+    if len(own_kind) != 1:
+        return [error]
+    return [leaf for sub in own_kind[0] for leaf in _leaves(sub)]
+
+
+def _owned(error: Any) -> bool:
+    """Errors a dedicated rule reports with vLLM's own reason."""
+    path = tuple(error.absolute_path)
+    if path and path[-1] in OWNED_BY_RULES:
+        return True
+    in_extra = _EXTRA in path
+    if error.validator == "required" and path and path[-1] == _EXTRA:
+        return True  # connector[config]: MoRIIO reads http_port unconditionally
+    return in_extra and path[-1] in CHECKED_EXTRA
+
+
+Problem = tuple[Path, str, "str | None"]  # (path to the value, message, hint)
+
+
+def _unknown(error: Any) -> Iterator[Problem]:
+    path = tuple(error.absolute_path)
+    schema = error.schema
+    known = sorted(schema.get("properties", {}))
+    patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+    # Keys are not always strings (a play's hostvars can hold {1: ...}); compare and sort their text.
+    extras = [k for k in error.instance if k not in known and not any(p.search(str(k)) for p in patterns)]
+    if path and path[-1] in (_KV, "vllm_" + _KV):
+        return  # release-aware: _kv_keys says what the host's vLLM release does with them
+    for key in sorted(extras, key=str):
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "known: " + ", ".join(known)
+        if not path:
+            message = f"unknown variable {key!r}: vllm_* and pdlint_* names are pdlint's, and it reads no such one"
+        elif path[-1] == _EXTRA:
+            message = f"{_name((*path, key))}: unknown kv_connector_extra_config key {key!r}; the connector never reads it"
+        else:
+            message = f"{_name((*path, key))}: unknown key {key!r}; vLLM rejects it"
+        yield ((*path, key), message, hint)
+
+
+def _problems(doc: dict[str, Any]) -> list[Problem]:
+    """Every schema error in doc, as (path, message, hint)."""
+    global _VALIDATOR  # one compiled validator per process; the schema is constant
+    if _VALIDATOR is None:
+        _VALIDATOR = _validator()
+    found: list[Problem] = []
+    for error in (leaf for e in _VALIDATOR.iter_errors(doc) for leaf in _leaves(e)):
+        path = tuple(error.absolute_path)
+        if _owned(error):
+            continue
+        if error.validator == "additionalProperties":
+            found.extend(_unknown(error))
+        elif error.validator == "required":
+            found.append((path, f"{_name(path)}: {error.message}", None))
+        else:
+            found.append((path, f"{_name(path)}: {yaml_text(error.instance)} is not {expected(error.schema)}"
+                          if path else error.message, _hint(error.instance)))
+    return found
+
+
+def _hint(value: Any) -> str | None:
+    if isinstance(value, float) and value.is_integer():
+        return (f"write {int(value)}: Ansible passes {value} to vllm serve as the text {value}, "
+                "which vLLM's int() rejects")
+    return None
+
+
+_SEEN: dict[tuple[Any, ...], list[Problem]] = {}
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _variable_problems(name: str, value: Any) -> list[Problem]:
+    """_problems of one variable, remembered by value: hosts share most values through group_vars.
+
+    Each top-level variable validates on its own (the schema has no constraint across them). A scalar is
+    its own key (its type too: 1, 1.0 and True differ); a container is keyed by its JSON text.
+    """
+    if type(value) in _SCALARS:
+        key: tuple[Any, ...] = (name, type(value), value)
+    else:
+        try:
+            key = (name, json.dumps(value, sort_keys=True, default=lambda o: f"<{type(o).__name__}>{o!r}"))
+        except (TypeError, ValueError):  # keys of mixed types, cycles: validate without remembering
+            return _problems({name: value})
+    found = _SEEN.get(key)
+    if found is None:
+        if len(_SEEN) > 50_000:
+            _SEEN.clear()
+        found = _SEEN[key] = [] if _surely_valid(name, value) else _problems({name: value})
+    return found
+
+
+_DOC: dict[str, Any] | None = None
+
+
+def _surely_valid(name: str, value: Any) -> bool:
+    """schema_quick vouches for the value (most values are valid: jsonschema is then never imported)."""
+    global _DOC
+    if _DOC is None:
+        _DOC = generate()
+    schema = _DOC["properties"].get(name)
+    return schema is not None and surely_valid(schema, value, _DOC)
+
+
+# Variables whose value check() rewrites before validating (a JSON kv_transfer_config string, read as its object),
+# and the version that says which release's KVTransferConfig applies to them.
+_REWRITTEN = ("vllm_kv_transfer_config", "vllm_instances")
+Seen = dict[int, tuple[Any, str, list[Problem]]]
+
+
+def _remembered(seen: Seen | None, name: str, value: Any) -> tuple[Any, str, list[Problem]] | None:
+    known = seen.get(id(value)) if seen is not None else None
+    return known if known is not None and known[0] is value and known[1] == name else None
+
+
+def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None) -> Iterator[Finding]:
+    """Every schema error of one host, each at the line of the offending value.
+
+    seen (one dict for one check of many hosts) remembers each variable's problems by the identity of its value:
+    the loaders give every host of a group the group's value objects, so most values are validated once. before,
+    the previous check's seen: the language server's file memo gives unchanged files' values again, the same
+    objects, so an edit re-validates only what it changed.
+    """
+    values = hv.values
+    doc = {name: _prepare(values[name]) for name in (*_REWRITTEN, "vllm_version") if name in values}
+    rewritten = set()
+    for path in _kv_paths(doc):
+        raw = _get(doc, path)
+        if isinstance(raw, str) and "{{" not in raw and "{%" not in raw:
+            config, error = kv_config(raw)
+            if error:
+                yield _finding(hv, path, f"{_name(path)} {error}")
+            else:
+                _set(doc, path, config)
+                rewritten.add(path[0])
+        yield from _kv_keys(hv, doc, path)
+    problems: list[Problem] = []
+    for name, value in values.items():
+        if name in rewritten:
+            problems.extend(_variable_problems(name, doc[name]))
+            continue
+        known = _remembered(seen, name, value)
+        if known is None:
+            known = _remembered(before, name, value) or (value, name, _variable_problems(name, _prepare(value)))
+            if seen is not None:
+                seen[id(value)] = known  # holds the value: its id is not reused while seen lives
+        problems.extend(known[2])
+    for path, message, hint in sorted(problems, key=lambda p: list(map(str, p[0]))):
+        unknown_name = len(path) == 1 and message.startswith("unknown variable")
+        yield _finding(hv, path, message, hint, origin=hv.key_origin(str(path[0])) if unknown_name else None)
+
+
+def _release(doc: dict[str, Any], path: Path) -> Release:
+    """The release whose KVTransferConfig applies at path (an instance's own version, else the host's)."""
+    text = doc.get("vllm_version")
+    if path[0] == "vllm_instances" and "version" in doc["vllm_instances"][path[1]]:
+        text = doc["vllm_instances"][path[1]]["version"]
+    return resolve(str(text) if text is not None else None).release or DEFAULT
+
+
+def _kv_keys(hv: HostVars, doc: dict[str, Any], path: Path) -> Iterator[Finding]:
+    """Keys the release's KVTransferConfig does not have: an error where vLLM rejects them, else a warning."""
+    config = _get(doc, path)
+    if not isinstance(config, dict):
+        return
+    release = _release(doc, path)
+    known = sorted(kvconfig.fields(release))
+    for key in sorted(config, key=str):
+        verdict = kvconfig.unknown_key(str(key), release)
+        if verdict is None:
+            continue
+        severity, message = verdict
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "remove it (known: " + ", ".join(known) + ")"
+        yield _finding(hv, (*path, key), f"{_name((*path, key))}: {message}", hint, severity)
+
+
+def _kv_paths(doc: dict[str, Any]) -> Iterator[Path]:
+    if "vllm_kv_transfer_config" in doc:
+        yield ("vllm_kv_transfer_config",)
+    items = doc.get("vllm_instances")
+    if isinstance(items, list):
+        for i, item in enumerate(items):
+            if isinstance(item, dict) and "kv_transfer_config" in item:
+                yield ("vllm_instances", i, "kv_transfer_config")
+
+
+def _get(doc: Any, path: Path) -> Any:
+    for part in path:
+        doc = doc[part]
+    return doc
+
+
+def _set(doc: Any, path: Path, value: Any) -> None:
+    _get(doc, path[:-1])[path[-1]] = value
+
+
+def _name(path: Path) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (("." if text else "") + str(part))
+    return text
+
+
+def _finding(hv: HostVars, path: Path, message: str, hint: str | None = None, severity: str = "error",
+             origin: Origin | None = None) -> Finding:
+    return Finding(origin=origin or hv.origin(*path), rule="schema", severity=severity, message=message,
+                   hint=hint, hosts=(hv.host,))

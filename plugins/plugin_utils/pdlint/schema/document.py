@@ -1,0 +1,169 @@
+"""The JSON Schema document (draft-07, what yaml-language-server handles best), generated from spec and extra_keys."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..vllm.extra_keys import CONNECTORS, ConnectorKeys, Key
+from ..contract import HOST_ONLY, KV_TRANSFER_CONFIG, SKIP, TEMPLATE, VARIABLES, Var, host_var
+
+SCHEMA_ID = "https://pdlint.dev/schemas/pdlint-vars.schema.json"
+# Ansible renders templates and decrypts !vault values before vLLM sees them: the schema cannot judge either.
+TEMPLATE_DEF = {"title": "a Jinja template or !vault value", "type": "string",
+                "pattern": TEMPLATE + r"|^\s*\$ANSIBLE_VAULT;",
+                "description": "A Jinja template or an Ansible Vault value (checked once rendered)."}
+# Names pdlint owns: anything else in group_vars/host_vars is the inventory's own business.
+OTHER_VARS = "^(?!vllm_|pdlint_)"
+_DOC_KEYS = ("description", "default")
+
+
+def expected(schema: dict[str, Any]) -> str:
+    """A valid value, in words (for messages and hover text)."""
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if "anyOf" in schema:
+        options = [expected(s) for s in schema["anyOf"] if s != TEMPLATE_DEF and "pattern" not in s]
+        return " or ".join(dict.fromkeys(o for o in options if o))
+    kind = schema.get("type")
+    if kind in ("integer", "number"):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        text = "an integer" if kind == "integer" else "a number"
+        if schema.get("exclusiveMinimum") is not None:
+            text += f" > {schema['exclusiveMinimum']}"
+        if low is not None:
+            text += f" >= {low}"
+        return text + (f" and <= {high}" if high is not None else "")
+    names = {"string": "a string", "boolean": "true or false", "object": "a mapping", "array": "a list", "null": "null"}
+    if isinstance(kind, list):
+        return " or ".join(names.get(str(k), str(k)) for k in kind)
+    if kind == "string" and "pattern" in schema:
+        return schema.get("title") or f"a string matching {schema['pattern']}"
+    return names.get(kind, "a valid value") if isinstance(kind, str) else "a valid value"
+
+
+def _docs(name: str, description: str, default: Any, schema: dict[str, Any]) -> dict[str, str]:
+    """description for plain clients, markdownDescription for hover: both from the one description."""
+    text = description + ("" if default is None else f" Default: {default}.")
+    markdown = f"**{name}**: {description}\n\nExpects {expected(schema)}"
+    markdown += "" if default is None else f"; default `{json.dumps(default)}`"
+    return {"description": text, "markdownDescription": markdown + ". Jinja templates and `!vault` values are accepted."}
+
+
+def templated(schema: dict[str, Any], docs: dict[str, str] | None = None) -> dict[str, Any]:
+    """A value, or a template that renders to one.
+
+    The value branch carries the docs and the template branch is inlined, not a $ref: yaml-language-server's
+    hover tells anyOf branches apart by their description, and would otherwise show every branch's text.
+    """
+    bare = {k: v for k, v in schema.items() if k not in _DOC_KEYS}
+    return {"anyOf": [{**bare, **(docs or {})}, dict(TEMPLATE_DEF)]}
+
+
+def _titled(node: Any) -> Any:
+    """Every anyOf branch gets a title saying what it accepts.
+
+    yaml-language-server's hover takes a matched value for a match of every branch that looks the same
+    (same title, description and properties) and then prints all their texts joined by ||.
+    """
+    if isinstance(node, list):
+        return [_titled(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _titled(v) for k, v in node.items()}
+    if isinstance(out.get("anyOf"), list):
+        out["anyOf"] = [b if "title" in b or "$ref" in b else {"title": expected(b), **b} for b in out["anyOf"]]
+    return out
+
+
+def _extra_config(conn: ConnectorKeys) -> dict[str, Any]:
+    def key(k: Key) -> dict[str, Any]:
+        docs = _docs(k.name, f"{conn.label}: {k.description}", k.default, k.schema)
+        return {**docs, **templated(k.schema, docs)}
+
+    closed = "vLLM reads no other key." if conn.closed else "Other keys are passed on to the connector."
+    doc: dict[str, Any] = {
+        "type": "object",
+        "description": f"{conn.label} settings ({conn.source}). {closed}",
+        "properties": {k.name: key(k) for k in conn.keys},
+    }
+    if conn.required:
+        doc["required"] = list(conn.required)
+    if conn.patterns:
+        doc["patternProperties"] = {p: {} for p in conn.patterns}
+    if conn.closed:
+        doc["additionalProperties"] = False
+    return doc
+
+
+def _field(name: str, sub: dict[str, Any]) -> dict[str, Any]:
+    docs = _docs(name, sub.get("description", ""), sub.get("default"), sub)
+    return {**docs, **templated(sub, docs)}
+
+
+def kv_transfer_config() -> dict[str, Any]:
+    """KVTransferConfig's fields, plus the extra_config keys of the connector kv_connector names (if/then)."""
+    props = {name: _field(name, sub) for name, sub in KV_TRANSFER_CONFIG["properties"].items()}
+    branches = [{"if": {"properties": {"kv_connector": {"enum": list(c.classes)}}, "required": ["kv_connector"]},
+                 "then": {"properties": {"kv_connector_extra_config": _extra_config(c)}}} for c in CONNECTORS]
+    return {"type": "object", "description": "--kv-transfer-config. Accepts the keys of every vLLM release pdlint "
+            "knows (0.8.5 - newest), so a valid config for an older release is not flagged here; the pdlint CLI "
+            "checks the keys against the host's vllm_version (an unknown key is an error from 0.16.0, a warning "
+            "before, when vLLM silently ignores it; kv_ip, kv_rank, kv_parallel_size and kv_buffer_size are "
+            "rejected from 0.32.0).",
+            "properties": props, "additionalProperties": False, "allOf": branches,
+            "defaultSnippets": [_kv_snippet("NixlConnector", {}),
+                                _kv_snippet("MoRIIOConnector", {"http_port": "${2:8000}", "read_mode": "true"})]}
+
+
+def _kv_snippet(connector: str, extra: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {"kv_connector": connector, "kv_role": "${1|kv_producer,kv_consumer,kv_both|}"}
+    if extra:
+        body["kv_connector_extra_config"] = extra
+    return {"label": connector, "description": f"kv_transfer_config for {connector}", "body": body}
+
+
+def _var_schema(var: Var) -> dict[str, Any]:
+    if var.name == "kv_transfer_config":
+        return {"anyOf": [{"$ref": "#/definitions/kv_transfer_config"},
+                          {"type": "string", "description": "The JSON text given to --kv-transfer-config."}]}
+    return var.schema
+
+
+def _property(var: Var, name: str) -> dict[str, Any]:
+    docs = _docs(name, var.description, var.default, var.schema)
+    return {**docs, **templated(_var_schema(var), docs)}
+
+
+def _snippet(role: str, kv_role: str, port: int) -> dict[str, Any]:
+    return {"label": f"pdlint {role} instance", "description": f"vLLM {role} engine of a P/D deployment",
+            "body": {"vllm_pd_deployment": "${1:chat}", "vllm_pd_role": role, "vllm_model": "${2:org/model}",
+                     "vllm_tensor_parallel_size": "^${3:1}", "vllm_port": f"^${{4:{port}}}",
+                     "vllm_kv_transfer_config": {"kv_connector": "${5:NixlConnector}", "kv_role": kv_role}}}
+
+
+def generate() -> dict[str, Any]:
+    """The schema for one host's (or group's) variables."""
+    item = {"type": "object",
+            "properties": {v.name: _property(v, v.name) for v in VARIABLES if v.in_instances}}
+    props = {host_var(v.name): _property(v, host_var(v.name)) for v in VARIABLES}
+    instances = HOST_ONLY[0]
+    props["vllm_instances"] = {**_docs("vllm_instances", instances.description, None, instances.schema),
+                               "type": "array", "items": item}
+    props[SKIP.name] = {**_docs(SKIP.name, SKIP.description, None, SKIP.schema), **SKIP.schema}
+    return _titled({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "$id": SCHEMA_ID,
+        "title": "pdlint: vLLM prefill/decode variables in Ansible group_vars and host_vars",
+        "description": "vllm_* and pdlint_* names are pdlint's and must be known; other variables are allowed.",
+        "type": "object",
+        "properties": props,
+        "patternProperties": {OTHER_VARS: {}},
+        "additionalProperties": False,
+        "defaultSnippets": [_snippet("prefill", "kv_producer", 8100), _snippet("decode", "kv_consumer", 8200)],
+        "definitions": {"kv_transfer_config": kv_transfer_config()},
+    })
+
+
+def dumps() -> str:
+    """The schema file's exact text."""
+    return json.dumps(generate(), indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,1 @@
+"""The topology: host variables turned into instances, engines and deployments, with model facts."""

@@ -1,0 +1,307 @@
+"""Turn resolved host variables into a Topology (plus findings about values it cannot use)."""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from .. import NEWEST_VLLM
+from . import facts
+from ..finding import UNKNOWN, Finding, Origin
+from ..hostvars import HostVars, Unresolved
+from .types import Deployment, Engine, Instance, ModelFacts, Topology
+from ..contract import BY_NAME, INT_FIELDS, MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
+
+_FIELDS = {  # contract name -> Instance attribute
+    "pd_deployment": "deployment", "pd_role": "role", "model": "model", "version": "version",
+    "tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "data_parallel_size": "dp",
+    "data_parallel_size_local": "dp_local", "data_parallel_start_rank": "dp_start",
+    "nnodes": "nnodes", "node_rank": "node_rank", "instance_id": "instance_id", "node": "node",
+    "port": "port", "block_size": "block_size", "dtype": "dtype", "kv_cache_dtype": "kv_cache_dtype",
+    "disable_hybrid_kv_cache_manager": "disable_hma", "host_gpu_count": "gpu_count",
+}
+_FACTS = {
+    "model_num_attention_heads": "heads", "model_num_kv_heads": "kv_heads", "model_is_mla": "mla",
+    "model_has_ssm": "ssm", "model_sliding_window": "sliding_window",
+}
+_KV = {"kv_connector": "connector", "kv_role": "kv_role", "kv_port": "kv_port", "engine_id": "engine_id",
+       "kv_connector_module_path": "module_path", "kv_connector_extra_config": "extra",
+       "kv_buffer_device": "kv_buffer_device"}
+
+
+class _Source:
+    """The merged view of one instance: an item of vllm_instances over the host's own values."""
+
+    def __init__(self, hv: HostVars, index: int | None) -> None:
+        self.hv = hv
+        self.index = index
+        item = hv.values.get("vllm_instances")
+        self.item: Mapping[str, Any] = item[index] if index is not None and isinstance(item, list) else {}
+
+    def path(self, name: str) -> tuple[str | int, ...] | None:
+        """Where name is set: the item first, then the host; None when unset."""
+        if self.index is not None and name in self.item:
+            return ("vllm_instances", self.index, name)
+        key = host_var(name)
+        return (key,) if key in self.hv.values else None
+
+    def get(self, name: str, key: str | None = None) -> tuple[Any, Origin | None]:
+        """name's value and origin (None, None: unset); key, its inventory name, saves the lookup."""
+        if self.index is None:  # a host's own variable: the common case, read directly
+            key = key or host_var(name)
+            if key not in self.hv.values:
+                return None, None
+            return self.hv.values[key], self.hv.origins.get((key,), UNKNOWN)
+        where = self.path(name)
+        if where is None:
+            return None, None
+        return self.hv.get(*where), self.hv.origin(*where)
+
+    def origin_in(self, name: str, *sub: str) -> Origin:
+        where = self.path(name)
+        return self.hv.origin(*where, *sub) if where else Origin()
+
+
+_INT_TEXT = re.compile(r"\s*([0-9]+)\s*", re.ASCII)  # digits, as the schema's string pattern takes them
+
+
+def _int(value: Any, bounds: tuple[int, int | None] | None = None) -> int | None:
+    """value as vLLM's int() would read it, within the schema's bounds; None when the schema rejects it.
+
+    Rules only ever see values the schema accepts: a TP of 0 never reaches `heads % tp`.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        match = _INT_TEXT.fullmatch(value)
+        digits = match.group(1).lstrip("0") or "0" if match else ""
+        if not digits or len(digits) > 20:  # no bound is that long; int() refuses 4,300 digits
+            return None
+        value = int(digits)
+    if not isinstance(value, int):
+        return None
+    low, high = bounds or (0, None)
+    return value if low <= value and (high is None or value <= high) else None
+
+
+_BOUNDS = {name: int_bounds(BY_NAME[name].schema) for name in INT_FIELDS}
+
+
+def _coerce(name: str, value: Any) -> tuple[Any, bool]:
+    """(value, usable); unusable values are the schema rule's to report."""
+    if name in INT_FIELDS:
+        number = _int(value, _BOUNDS[name])
+        return number, number is not None
+    if name == "disable_hybrid_kv_cache_manager" or name in ("model_is_mla", "model_has_ssm"):
+        return value, isinstance(value, bool)
+    return value, isinstance(value, str) and value != ""
+
+
+def kv_config(value: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """--kv-transfer-config as a dict: (config, error)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            return None, f"is not valid JSON ({exc})"
+    if not isinstance(value, dict):
+        return None, f"must be a mapping or a JSON object string, not {type(value).__name__}"
+    return value, None
+
+
+def _unresolved(src: _Source, name: str, why: str, origin: Origin | None) -> Finding:
+    return Finding(
+        origin=origin or Origin(), rule="unresolved", severity="warning",
+        message=f"{host_var(name)} cannot be rendered statically ({why}); rules that need it are skipped",
+        hint=("pass --vault-password-file FILE (or set ANSIBLE_VAULT_PASSWORD_FILE) to check it" if "vault" in why
+              else "set a literal value, or define the variables the template uses in the inventory"),
+        hosts=(src.hv.host,),
+    )
+
+
+# The contract variables _instance reads one by one (with their inventory names); kv_transfer_config and env
+# have readers of their own.
+_READ = tuple((v.name, host_var(v.name)) for v in VARIABLES if v.name not in ("kv_transfer_config", "env"))
+_NAME_OF = {key: name for name, key in _READ}
+
+
+def _instance(src: _Source, problems: list[Finding]) -> Instance | None:
+    hv = src.hv
+    fields: dict[str, Any] = {}
+    origins: dict[str, Origin] = {}
+    unresolved: set[str] = set()
+    fact_values: dict[str, Any] = {}
+    # A host's own variables: only those it sets (most hosts set a dozen of the contract's names).
+    read = _READ if src.index is not None else [(_NAME_OF[k], k) for k in src.hv.values if k in _NAME_OF]
+    for name, key in read:
+        value, origin = src.get(name, key)
+        if origin is not None and value is None and name == "port":
+            fields["port"], origins["port"] = None, origin  # explicit null: no API server (headless engine)
+        if origin is None or value is None:
+            continue
+        origins[name] = origin
+        if isinstance(value, Unresolved):
+            unresolved.add(name)
+            problems.append(_unresolved(src, name, value.reason, origin))
+            continue
+        value, usable = _coerce(name, value)
+        if not usable:
+            unresolved.add(name)  # reported by the schema rule
+        elif name in _FIELDS:
+            fields[_FIELDS[name]] = value
+        elif name in _FACTS:
+            fact_values[_FACTS[name]] = value
+    if fields.get("role") not in ("prefill", "decode"):
+        return None
+    if "deployment" not in fields and "pd_deployment" not in unresolved:
+        problems.append(Finding(
+            origin=origins.get("pd_role", Origin()), rule="schema", severity="error",
+            message="vllm_pd_role is set but vllm_pd_deployment is missing",
+            hint="set vllm_pd_deployment to the name of the P/D deployment this instance belongs to",
+            hosts=(hv.host,),
+        ))
+    _kv_fields(src, fields, origins, unresolved, problems)
+    _env(src, fields, origins, unresolved, problems)
+    skip = hv.values.get("pdlint_skip")
+    dp = fields.get("dp", 1)
+    fields.setdefault("dp_local", dp)
+    _bound_gpus(src, fields, origins, unresolved, problems)
+    known = facts.known(fields.get("model"))
+    if fact_values:
+        known = ModelFacts(**{**known.__dict__, **fact_values, "source": "inventory"})
+    return Instance(
+        host=hv.host, index=src.index, deployment=fields.pop("deployment", None), role=fields.pop("role"),
+        instance_id=str(fields.pop("instance_id", hv.host if src.index is None else f"{hv.host}[{src.index}]")), node=str(fields.pop("node", hv.host)),
+        version=str(fields.pop("version", NEWEST_VLLM)), facts=known,
+        skip=frozenset(s for s in skip if isinstance(s, str)) if isinstance(skip, list) else frozenset(),
+        origins=origins, unresolved=frozenset(unresolved), **fields,
+    )
+
+
+_SIZES = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp_local": "data_parallel_size_local"}
+
+
+def _bound_gpus(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unresolved: set[str],
+                problems: list[Finding]) -> None:
+    """An engine of more than MAX_SIZE GPUs is a typo: report it, and let no rule walk its ranks."""
+    gpus = fields.get("tp", 1) * fields.get("pp", 1) * fields["dp_local"]
+    if gpus <= MAX_SIZE:
+        return
+    problems.append(Finding(
+        origin=origins.get("tensor_parallel_size", origins.get("pd_role", Origin())), rule="schema", severity="error",
+        message=(f"TP {fields.get('tp', 1)} x PP {fields.get('pp', 1)} x local DP {fields['dp_local']} = {gpus} GPUs "
+                 f"for one engine; pdlint checks engines of up to {MAX_SIZE} GPUs"),
+        hint="check vllm_tensor_parallel_size, vllm_pipeline_parallel_size and vllm_data_parallel_size(_local) "
+             "for a typo", hosts=(src.hv.host,)))
+    for attr, name in _SIZES.items():
+        fields.pop(attr, None)
+        unresolved.add(name)
+    fields["dp_local"] = 1
+
+
+def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
+               unresolved: set[str], problems: list[Finding]) -> None:
+    raw, origin = src.get("kv_transfer_config")
+    if origin is None or raw is None:
+        return
+    fields["kv_config_set"] = True
+    origins["kv_transfer_config"] = origin
+    if isinstance(raw, Unresolved):
+        unresolved.update(("kv_transfer_config", *_KV))
+        problems.append(_unresolved(src, "kv_transfer_config", raw.reason, origin))
+        return
+    config, _error = kv_config(raw)
+    if config is None:
+        unresolved.update(("kv_transfer_config", *_KV))  # the schema rule reports it
+        return
+    from_json = isinstance(raw, str)
+    for key, attr in _KV.items():
+        if key not in config or config[key] is None:
+            continue
+        value = config[key]
+        origins[key] = origin if from_json else src.origin_in("kv_transfer_config", key)
+        if isinstance(value, Unresolved):
+            unresolved.add(key)
+            problems.append(_unresolved(src, f"kv_transfer_config.{key}", value.reason, origins[key]))
+        elif key == "kv_port":
+            number = _int(value, int_bounds(PORT))
+            fields[attr] = number
+            if number is None:
+                unresolved.add(key)
+        elif key == "kv_connector_extra_config":
+            if isinstance(value, dict):
+                fields[attr] = value
+                for sub in value:
+                    origins[f"extra.{sub}"] = origin if from_json else src.origin_in(
+                        "kv_transfer_config", key, sub)
+            else:
+                unresolved.add(key)
+        elif key != "kv_role" and not isinstance(value, str):
+            unresolved.add(key)  # the schema rule reports it; kv-role[invalid] reports any kv_role
+        else:
+            fields[attr] = value
+
+
+def _unreadable_number(text: str) -> bool:
+    """Digits that int() cannot read (superscripts, over 4,300 digits): vLLM's int() of the variable fails too."""
+    if not text.strip().isdigit():
+        return False
+    try:
+        int(text)
+    except ValueError:
+        return True
+    return False
+
+
+def _env(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unresolved: set[str],
+         problems: list[Finding]) -> None:
+    raw, origin = src.get("env")
+    if origin is None or not isinstance(raw, dict):
+        return
+    env: dict[str, str] = {}
+    for key, value in raw.items():
+        origins[f"env.{key}"] = src.origin_in("env", str(key))
+        if isinstance(value, Unresolved):
+            unresolved.add(f"env.{key}")
+        elif isinstance(value, str) and _unreadable_number(value):
+            unresolved.add(f"env.{key}")
+            problems.append(Finding(
+                origin=origins[f"env.{key}"], rule="schema", severity="error",
+                message=f"vllm_env.{key}: {value[:20]!r}{'...' if len(value) > 20 else ''} is written in digits "
+                        f"that Python's int() cannot read ({len(value)} characters)",
+                hint="write the number with the digits 0-9", hosts=(src.hv.host,)))
+        elif value is not None:
+            env[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+    fields["env"] = env
+
+
+def _sources(hv: HostVars) -> Iterator[_Source]:
+    items = hv.values.get("vllm_instances")
+    if isinstance(items, list) and items:
+        for index, item in enumerate(items):
+            if isinstance(item, dict):
+                yield _Source(hv, index)
+    else:
+        yield _Source(hv, None)
+
+
+def build(hosts: Iterable[HostVars]) -> tuple[Topology, list[Finding]]:
+    """All instances of all hosts, grouped into engines and deployments."""
+    problems: list[Finding] = []
+    instances = [inst for hv in hosts for src in _sources(hv) if (inst := _instance(src, problems))]
+    by_dep: dict[str, dict[str, dict[str, list[Instance]]]] = {}
+    for inst in instances:
+        if inst.deployment is None:
+            continue
+        side = by_dep.setdefault(inst.deployment, {"prefill": {}, "decode": {}})[inst.role]
+        side.setdefault(inst.instance_id, []).append(inst)
+    deployments = tuple(
+        Deployment(
+            name=name,
+            prefill=tuple(Engine(tuple(group)) for _, group in sorted(sides["prefill"].items())),
+            decode=tuple(Engine(tuple(group)) for _, group in sorted(sides["decode"].items())),
+        )
+        for name, sides in sorted(by_dep.items())
+    )
+    return Topology(tuple(instances), deployments), problems

@@ -1,0 +1,143 @@
+"""The topology: instances (one `vllm serve` engine on one host), engines, deployments."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from ..finding import UNKNOWN, Origin
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFacts:
+    """Attention shape of the model; None where unknown."""
+
+    heads: int | None = None
+    kv_heads: int | None = None
+    mla: bool | None = None
+    ssm: bool | None = None
+    sliding_window: int | None = None
+    source: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """One engine process (or one node's share of a multi-node engine) on one host."""
+
+    host: str
+    index: int | None
+    deployment: str | None
+    role: str
+    instance_id: str
+    node: str
+    version: str
+    model: str | None = None
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    dp_local: int = 1
+    dp_start: int = 0
+    nnodes: int = 1
+    node_rank: int = 0
+    port: int | None = 8000
+    block_size: int | None = None
+    dtype: str = "auto"
+    kv_cache_dtype: str = "auto"
+    disable_hma: bool | None = None
+    connector: str | None = None
+    kv_role: str | None = None
+    kv_port: int | None = None
+    engine_id: str | None = None
+    module_path: str | None = None
+    kv_buffer_device: str | None = None  # KVTransferConfig.kv_buffer_device, when set
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    kv_config_set: bool = False
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    facts: ModelFacts = ModelFacts()
+    gpu_count: int | None = None
+    skip: frozenset[str] = frozenset()
+    origins: Mapping[str, Origin] = dataclasses.field(default_factory=dict)
+    unresolved: frozenset[str] = frozenset()
+    # What the vllm layer derived from this (immutable) instance (per_instance below), asked ~35 times per
+    # instance by the rules: its effective connector, family, release. Not compared, copied or shown.
+    memo: dict[str, Any] = dataclasses.field(default_factory=dict, init=False, compare=False, repr=False)
+
+    @property
+    def label(self) -> str:
+        """Host name, with the vllm_instances index when the host runs several."""
+        return self.host if self.index is None else f"{self.host}[{self.index}]"
+
+    def at(self, *fields: str) -> Origin:
+        """Origin of the first of fields that was set in the inventory, else of the instance."""
+        for name in (*fields, "pd_role", "pd_deployment"):
+            found = self.origins.get(name)
+            if found is not None:
+                return found
+        return UNKNOWN
+
+    def knows(self, *fields: str) -> bool:
+        """True when none of fields is unresolved (templated or vaulted)."""
+        return not (self.unresolved and self.unresolved.intersection(fields))
+
+    @property
+    def gpus_per_node(self) -> int:
+        """GPUs this instance uses on its node: TP x PP x local DP, split over nnodes."""
+        return self.tp * self.pp * self.dp_local // max(self.nnodes, 1)
+
+
+T = TypeVar("T")
+
+
+def per_instance(fn: Callable[[Instance], T]) -> Callable[[Instance], T]:
+    """fn(inst) computed once per instance and kept in inst.memo (fn must not return inst itself: a cycle)."""
+    key = f"{fn.__module__}.{fn.__qualname__}"
+
+    @functools.wraps(fn)
+    def remembered(inst: Instance) -> T:
+        memo = inst.memo
+        if key not in memo:
+            memo[key] = fn(inst)
+        return memo[key]  # type: ignore[no-any-return]
+
+    return remembered
+
+
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    """Instances sharing an instance id in a deployment: one engine, maybe multi-node."""
+
+    instances: tuple[Instance, ...]
+
+    @functools.cached_property
+    def lead(self) -> Instance:
+        """The node-rank-0 instance, whose settings describe the engine."""
+        return min(self.instances, key=lambda i: (i.node_rank, i.host, i.index or 0))
+
+    @functools.cached_property
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(sorted({i.host for i in self.instances}))
+
+
+@dataclasses.dataclass(frozen=True)
+class Deployment:
+    name: str
+    prefill: tuple[Engine, ...]
+    decode: tuple[Engine, ...]
+
+    def pairs(self) -> Iterator[tuple[Engine, Engine]]:
+        """Every prefill/decode pair that may exchange KV cache."""
+        for p in self.prefill:
+            for d in self.decode:
+                yield p, d
+
+
+@dataclasses.dataclass(frozen=True)
+class Topology:
+    instances: tuple[Instance, ...]
+    deployments: tuple[Deployment, ...]
+
+    def engines(self) -> Iterator[Engine]:
+        for dep in self.deployments:
+            yield from dep.prefill
+            yield from dep.decode

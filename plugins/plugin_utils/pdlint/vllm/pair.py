@@ -1,0 +1,100 @@
+"""What a release does with one prefill/decode pair: every independent problem, each with its vLLM source.
+
+Rules ask `problems(prefill, decode)` and report the problems with their rule id (the
+family modules register their checks when the package is imported: vllm/__init__.py);
+hints vary one side's TP and ask again (rules/hints.py), so a hint never
+suggests a value that another check of the same release rejects.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..topology.types import Instance
+from . import composite, hma, registry
+from .releases import Release
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """One engine of a pair as the connector code sees it (hashable: results are cached per shape)."""
+
+    role: str  # prefill | decode
+    release: Release
+    connector: str | None  # the class name the kv_connector resolves to (aliases folded)
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    block_size: int | None = None
+    heads: int | None = None
+    kv_heads: int | None = None
+    mla: bool | None = None
+    ssm: bool | None = None
+    kv_role: str | None = None
+    disable_hma: bool | None = None
+    kv_buffer_device: str | None = None
+    extra: tuple[tuple[str, str], ...] = ()  # kv_connector_extra_config, values as str()
+    env: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, inst: Instance) -> Side:
+        """The engine as its transfer connector sees it: a composite's transfer child (composite.py), else itself."""
+        release = registry.release(inst)
+        view = composite.effective(inst)
+        disable = inst.disable_hma if inst.disable_hma is not None or view is inst else not hma.enabled(inst)
+        return cls(
+            role=inst.role, release=release, connector=registry.canonical(view.connector),
+            tp=inst.tp, pp=inst.pp, dp=inst.dp, block_size=inst.block_size, heads=inst.facts.heads,
+            kv_heads=inst.facts.kv_heads, mla=inst.facts.mla, ssm=inst.facts.ssm,
+            kv_role=view.kv_role if isinstance(view.kv_role, str) else None,  # any other is kv-role[invalid]s
+            disable_hma=disable, extra=_items(view.extra), env=_items(inst.env),
+            kv_buffer_device=view.kv_buffer_device if isinstance(view.kv_buffer_device, str) else None)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        """A kv_connector_extra_config value as text."""
+        return dict(self.extra).get(key, default)
+
+    def getenv(self, name: str, default: str | None = None) -> str | None:
+        return dict(self.env).get(name, default)
+
+
+def _items(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), _text(v)) for k, v in mapping.items()))
+
+
+def _text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One way the pair fails (or cannot work) in the side's release."""
+
+    rule: str  # the rule id that reports it
+    side: str  # prefill | decode: whose value the finding points at
+    fields: tuple[str, ...]  # contract variables (without vllm_) that set it, first set one is the location
+    message: str
+    source: str  # vLLM file and function (or why no check exists)
+    hint: str | None = None  # a concrete fix; None: rules/hints.py searches TP sizes
+    tp_fix: bool = True  # a TP change can fix it (hints search TP sizes)
+
+
+PairCheck = Callable[[Side, Side], Iterable[Problem]]
+_FAMILIES: dict[str, PairCheck] = {}
+
+
+def family(kind: str) -> Callable[[PairCheck], PairCheck]:
+    """Register the pair check of a connector family (nixl, moriio, mooncake, p2p-nccl)."""
+    def register(check: PairCheck) -> PairCheck:
+        _FAMILIES[kind] = check
+        return check
+    return register
+
+
+@functools.lru_cache(maxsize=65536)
+def problems(prefill: Side, decode: Side) -> tuple[Problem, ...]:
+    """Every problem of the pair (empty: this release pairs them); both sides must use the same class."""
+    check = _FAMILIES.get(registry.kind_of(prefill.connector) or "")
+    return tuple(check(prefill, decode)) if check else ()

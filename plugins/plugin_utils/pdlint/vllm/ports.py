@@ -1,0 +1,91 @@
+"""The ports each instance binds on its host, per connector and release (see docs/rules-provenance.md)."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from ..topology.types import Instance
+from . import composite, mooncake, moriio_config, nixl_channel
+from . import registry as connectors
+
+
+@dataclasses.dataclass(frozen=True)
+class Bind:
+    port: int
+    what: str
+    field: str  # the variable that sets it, for the finding's origin
+
+
+def _as_port(value: object, default: int) -> int | None:
+    if value in (None, "", 0):  # MoRIIO _set_port_defaults replaces any falsy value
+        return default
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def binds(inst: Instance) -> Iterator[Bind]:
+    """Every TCP port the instance listens on (one entry per listener, repeats kept)."""
+    if inst.node_rank != 0:
+        return  # the API server and the engine-core listeners live on the engine's first node
+    if inst.port is not None:  # None: vllm_port: null, an engine without an API server
+        yield Bind(inst.port, "API port", "port")
+    for view in composite.views(inst):  # a composite binds the ports of every child
+        yield from _connector(view)
+
+
+def _connector(inst: Instance) -> Iterator[Bind]:
+    """The listeners of the one connector inst runs."""
+    kind = connectors.registry_kind(inst)
+    if kind == "nixl":
+        # Per release (nixl_channel.SIDE_CHANNEL): per worker before 0.11.1, then one listener per engine core.
+        release = connectors.release(inst)
+        base = connectors.env_int(inst, "VLLM_NIXL_SIDE_CHANNEL_PORT", nixl_channel.default_side_channel_port(release))
+        if base is not None:
+            for port, what in nixl_channel.side_channel_ports(release, base, inst.dp_start, inst.dp_local, inst.tp):
+                yield Bind(port, what, "env.VLLM_NIXL_SIDE_CHANNEL_PORT")
+    elif kind == "moriio":
+        # moriio_config.listeners: base + DP rank + TP rank (global DP rank before 0.28.0, pod-local after);
+        # MoRIIO ignores PP, so every PP stage binds the same ports.
+        release = connectors.release(inst)
+        for key, default in (("handshake_port", moriio_config.DEFAULT_HANDSHAKE_PORT),
+                             ("notify_port", moriio_config.DEFAULT_NOTIFY_PORT)):
+            base = _as_port(inst.extra.get(key), default)
+            if base is None:
+                continue
+            for stage in range(inst.pp):
+                for offset, dp, tp_rank in moriio_config.listeners(release, inst.dp_start, inst.dp_local, inst.tp):
+                    yield Bind(base + offset, f"MoRIIO {key.split('_')[0]} (DP {dp}, TP {tp_rank}, PP {stage})",
+                               f"extra.{key}")
+    elif kind == "mooncake":
+        yield from _mooncake(inst)
+    elif kind == "p2p-nccl":
+        # p2p_nccl_engine.py P2pNcclEngine.__init__ (0.9.2 - 0.23.0): kv_port + world rank, on every rank.
+        base = inst.kv_port if inst.kv_port is not None else connectors.P2P_KV_PORT
+        for rank in range(inst.tp * inst.pp * inst.dp_local):
+            yield Bind(base + rank, f"P2pNccl kv_port (rank {rank})", "kv_port")
+
+
+def _mooncake(inst: Instance) -> Iterator[Bind]:
+    """Mooncake's listeners on a prefill (non-consumer) engine: per worker before 0.16.0, one bootstrap server after."""
+    if inst.kv_role == "kv_consumer":
+        return  # `if not self.is_kv_consumer` (kv_role != "kv_consumer" in 0.13.0 - 0.15.x): kv_both binds too
+    release = connectors.release(inst)
+    port = connectors.env_int(inst, "VLLM_MOONCAKE_BOOTSTRAP_PORT", connectors.MOONCAKE_BOOTSTRAP_PORT)
+    if port is None:
+        return
+    if not mooncake.launches_bootstrap(release):
+        # 0.13.0 - 0.15.x mooncake_connector.py get_mooncake_side_channel_port + tp_rank: a ZMQ sender per worker;
+        # PP stages share the TP rank's port.
+        dp = range(inst.dp_start, inst.dp_start + inst.dp_local)
+        for stage in range(inst.pp):
+            for number, dp_index, rank in mooncake.worker_ports(port, inst.tp, dp):
+                yield Bind(number, f"Mooncake sender (DP {dp_index}, TP {rank}, PP {stage})",
+                           "env.VLLM_MOONCAKE_BOOTSTRAP_PORT")
+        return
+    # 0.16.0+ should_launch_bootstrap_server: TP0/PP0 of DP index 0; 0.32.0+ not with bootstrap_server_address.
+    if mooncake.reads_bootstrap_address(release) and inst.extra.get("bootstrap_server_address") is not None:
+        return
+    if inst.dp_start == 0:
+        yield Bind(port, "Mooncake bootstrap server", "env.VLLM_MOONCAKE_BOOTSTRAP_PORT")
