@@ -15,7 +15,9 @@ from conftest import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pdlint.load.fast import vars_events as events, loader as fast
+from pdlint.load.fast import files, vars_dirs
+from pdlint.load.fast import loader as fast
+from pdlint.load.fast import vars_events as events
 from pdlint.load import guard, preflight
 from pdlint.load.fast.values import Unsupported
 
@@ -23,7 +25,7 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 
 
 def composed(text: str) -> Any:
-    """What fast._VarsFiles makes of a YAML vars file by composing it, or why it makes nothing."""
+    """What vars_dirs.VarsFiles makes of a YAML vars file by composing it, or why it makes nothing."""
     try:
         docs = list(yaml.compose_all(text, Loader=yaml.CSafeLoader))
     except yaml.YAMLError:
@@ -31,7 +33,7 @@ def composed(text: str) -> Any:
     if len(docs) != 1 or not isinstance(docs[0], yaml.MappingNode):
         return "not one mapping"
     try:
-        return fast._VarsFiles._mapping(docs[0], "group_vars/g.yml")
+        return vars_dirs.VarsFiles._mapping(docs[0], "group_vars/g.yml")
     except Unsupported:
         return "unsupported"
     except Exception as exc:  # noqa: BLE001 - e.g. `!!int abc` in a pdlint variable: the pass must not build it
@@ -338,7 +340,7 @@ def test_aliases_in_a_value_never_read_are_not_copied() -> None:
 @settings(max_examples=400, deadline=None)
 @given(text=st.text(alphabet=' \t\n\r\x0c\ufeff{}[]"-.:,0123456789tfnNIaeulrsxy#', max_size=12))
 def test_the_json_attempt_is_json_loads(text: str) -> None:
-    """fast._json skips json.loads when the first character cannot start a JSON value: it must answer as
+    """files.parse_json skips json.loads when the first character cannot start a JSON value: it must answer as
     json.loads does for every text (Ansible tries JSON before YAML)."""
     import json
 
@@ -346,4 +348,4 @@ def test_the_json_attempt_is_json_loads(text: str) -> None:
         expected: tuple[bool, Any] = (True, json.loads(text))
     except ValueError:
         expected = (False, None)
-    assert repr(fast._json(text)) == repr(expected)
+    assert repr(files.parse_json(text)) == repr(expected)

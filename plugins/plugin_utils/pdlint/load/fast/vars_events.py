@@ -145,7 +145,7 @@ class _Anchored:
 
 
 class _Values:
-    """Fed the guard's events; `variables()` then holds what fast._VarsFiles._read would return, or None."""
+    """Fed the guard's events; `variables()` then holds what fast.VarsFiles._read would return, or None."""
 
     __slots__ = ("file", "result", "stack", "scopes", "root", "done", "documents", "top", "firsts", "anchors", "open",
                  "work")
@@ -399,7 +399,7 @@ class _Values:
 
 
 def scan_vars(text: str, path: str, limits: guard.Limits, shown: str) -> tuple[guard.Scan, dict[str, Var] | None]:
-    """guard.scan_yaml of a vars file (Refused alike), and the variables fast._VarsFiles would read from it
+    """guard.scan_yaml of a vars file (Refused alike), and the variables fast.VarsFiles would read from it
     with `shown` as their origins' file, or None where this pass does not model the file."""
     values = _Values(shown)
     scan = guard.scan_yaml(text, path, limits, values)

@@ -1,0 +1,133 @@
+"""Ansible's variable precedence, applied: each host's variables from its groups and its own files, with origins."""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ...finding import Finding, Origin
+from ...hostvars import HostVars, is_template
+from .. import role_conflicts as roles
+from .inventory import Host, Inventory
+from .values import Var
+from .vars_dirs import VarsFiles
+
+
+def _templated(value: Any) -> bool:
+    """Whether Ansible would render it: any Jinja start string, comments included (they render to nothing)."""
+    if isinstance(value, str):
+        return is_template(value)
+    if isinstance(value, dict):
+        return any(_templated(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_templated(v) for v in value)
+    return False
+
+
+class _Prefixed:
+    """Each variable's origins keyed by its full path, and whether it is a template: computed once per value,
+    since a group's values are shared by all its hosts. before: the previous load's (the language server's file
+    memo hands unchanged files' variables back, the same objects); entries hold their variable, so an id is never
+    taken for another's."""
+
+    def __init__(self, before: _Prefixed | None = None) -> None:
+        self.cache: dict[tuple[str, int], tuple[Var, bool, dict[Any, Any]]] = {}
+        self.before = before.cache if before is not None else {}
+
+    def __call__(self, key: str, var: Var) -> tuple[bool, dict[Any, Any]]:
+        found = self.cache.get((key, id(var)))
+        if found is None:
+            found = self.before.get((key, id(var)))
+            if found is None or found[0] is not var:
+                value, below = var
+                found = (var, _templated(value), {(key, *path): origin for path, origin in below.items()})
+            self.cache[(key, id(var))] = found
+        return found[1], found[2]
+
+    def done(self) -> None:
+        self.before = {}  # one load's worth is kept
+
+
+class _Resolved:
+    """Values, full-path origins and templated names of a set of variables (a host's groups, merged)."""
+
+    def __init__(self, data: dict[str, Var], prefixed: _Prefixed) -> None:
+        self.data = data
+        self.values: dict[str, Any] = {}
+        self.origins: dict[Any, Any] = {}
+        self.templated: set[str] = set()
+        for key, var in data.items():
+            templated, full = prefixed(key, var)
+            if templated:
+                self.templated.add(key)
+            self.values[key] = var[0]
+            self.origins.update(full)
+
+
+def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefixed) -> HostVars | None:
+    """The group-level values overridden by the host's own; None when a value is a template (Ansible renders it)."""
+    if base.templated - own.keys():
+        return None
+    values = dict(base.values)
+    origins = dict(base.origins)
+    for key, var in own.items():
+        if key in base.data:  # the host's value replaces the group's whole, origins below it included
+            for path in prefixed(key, base.data[key])[1]:
+                del origins[path]
+        templated, full = prefixed(key, var)
+        if templated:
+            return None
+        values[key] = var[0]
+        origins.update(full)
+    return HostVars(host=name, values=values, origins=origins)
+
+
+def _member(host: Host, ancestors: dict[str, set[str]]) -> set[str]:
+    """The groups a host is in, directly or through a child group, `all` aside."""
+    return set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
+
+
+def resolve(inv: Inventory, names: Sequence[str], by_name: VarsFiles, ancestors: dict[str, set[str]],
+             memo: Any) -> list[HostVars | None]:
+    """The named hosts' variables (None for a host with a templated value)."""
+    depth = inv.depths()
+    by_groups: dict[tuple[str, ...], _Resolved] = {}
+    prefixed = _Prefixed(getattr(memo, "prefixed", None))
+    if memo is not None:
+        memo.prefixed = prefixed
+    result: list[HostVars | None] = []
+    for name in names:
+        host = inv.hosts[name]
+        groups = tuple(sorted(_member(host, ancestors), key=lambda g: (depth[g], inv.groups[g].priority, g)))
+        if groups not in by_groups:
+            # Ansible's default VARIABLE_PRECEDENCE: inventory-file vars of all, then of the host's groups, then
+            # the group_vars/ files of all, then of the groups; groups in (depth, priority, name) order.
+            data = dict(inv.groups["all"].vars)
+            for g in groups:
+                data.update(inv.groups[g].vars)
+            data.update(by_name.of("group_vars", ["all"]))
+            data.update(by_name.of("group_vars", groups))
+            by_groups[groups] = _Resolved(data, prefixed)
+        own = dict(host.vars)
+        own.update(by_name.of("host_vars", [name]))
+        result.append(_host_vars(name, by_groups[groups], own, prefixed))
+    prefixed.done()
+    return result
+
+
+def role_conflicts(inv: Inventory, by_name: VarsFiles, ancestors: dict[str, set[str]],
+                    result: list[HostVars], only: Sequence[str] | None = None) -> Iterator[tuple[str, Finding]]:
+    """roles.by_host() over the fast loader's groups (templated hosts are the reference loader's to judge), for
+    every host or only those named."""
+    hosts = inv.hosts if only is None else {name: inv.hosts[name] for name in only}
+    members = {name: _member(host, ancestors) for name, host in hosts.items()}
+    found: dict[str, roles.GroupRole] = {}
+    for name in inv.groups if only is None else sorted(set().union(*members.values())):
+        group = inv.groups[name]
+        for layer in (group.vars, by_name.of("group_vars", [name])):
+            var = layer.get(roles.ROLE)
+            if name != "all" and var is not None:
+                found[name] = (var[0], var[1].get((), Origin()))
+    own = [name for name, host in hosts.items()
+           if roles.ROLE in host.vars or roles.ROLE in by_name.of("host_vars", [name])]
+    winner = {hv.host: hv.values.get(roles.ROLE) for hv in result}
+    return roles.by_host(members, found, ancestors, own, winner)
