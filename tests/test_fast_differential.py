@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pdlint.load.fast import loader as fast
 from pdlint.load import preflight, select
 from pdlint.load.reference import loader as reference
-from pdlint.load.preflight import LoadError
+from pdlint.load.errors import LoadError
 
 
 def assert_same(sources: list[str]) -> None:

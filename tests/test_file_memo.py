@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from pdlint.cache import filememo, store
 from pdlint.load import guard, preflight, select
-from pdlint.load.preflight import LoadError
+from pdlint.load import compose
+from pdlint.load.errors import LoadError
 
 
 def _inventory(base: Path) -> Path:
@@ -124,10 +125,10 @@ def test_memo_equals_no_memo_over_random_edits(edits, tmp_path: Path, monkeypatc
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
     calls: dict[str, list[str]] = {"scan": [], "compose": []}
-    scan, compose = guard.scan_yaml, preflight.compose
+    scan, real_compose = guard.scan_yaml, compose.compose
     monkeypatch.setattr(guard, "scan_yaml", lambda text, path, *a: calls["scan"].append(path) or scan(text, path, *a))
-    monkeypatch.setattr(preflight, "compose",
-                        lambda path, *a, **k: calls["compose"].append(str(path)) or compose(path, *a, **k))
+    monkeypatch.setattr(compose, "compose",
+                        lambda path, *a, **k: calls["compose"].append(str(path)) or real_compose(path, *a, **k))
     return calls
 
 
@@ -234,8 +235,8 @@ def test_the_language_servers_check_reuses_its_memo(tmp_path: Path, monkeypatch:
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     read: list[str] = []
-    real = preflight._read
-    monkeypatch.setattr(preflight, "_read", lambda path, *a: read.append(path) or real(path, *a))
+    real = preflight.read_bounded
+    monkeypatch.setattr(preflight, "read_bounded", lambda path, *a: read.append(path) or real(path, *a))
     return read
 
 

@@ -29,7 +29,8 @@ from pdlint.cli import main
 from pdlint.finding import Origin
 from pdlint.cli.options import parser
 from pdlint.hostvars import HostVars
-from pdlint.load import preflight, safety, select
+from pdlint.load import safety, select
+from pdlint.load import fingerprints
 from pdlint.cache import runs, store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -680,7 +681,7 @@ def test_a_racily_clean_edit_to_a_group_vars_file_is_seen(fleet: _Fleet, spy: _S
     """A same-size edit whose mtime is put back, on a file system that shows no ctime change (as within one
     tick of a coarse clock): every stat field of the state's fingerprint is the same, and the content digest of
     the recently modified file is what tells the edit (as in tests/test_cache.py for the whole run)."""
-    real = preflight.fingerprints
+    real = fingerprints.fingerprints
 
     def no_ctime(*args: Any, **kwargs: Any) -> Any:
         found = real(*args, **kwargs)

@@ -19,6 +19,7 @@ from pdlint.load.fast import files, vars_dirs
 from pdlint.load.fast import loader as fast
 from pdlint.load.fast import vars_events as events
 from pdlint.load import guard, preflight
+from pdlint.load import errors
 from pdlint.load.fast.values import Unsupported
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
@@ -302,7 +303,7 @@ def _hosts(root: str, drop: bool) -> Any:
         checked.values.clear()  # every vars file composed, as before the pass built variables
     try:
         hosts = fast.load([root], checked=checked)
-    except (Unsupported, preflight.LoadError) as exc:
+    except (Unsupported, errors.LoadError) as exc:
         return type(exc).__name__, str(exc)
     return [(h.host, repr(h.values), sorted(h.origins.items(), key=repr)) for h in hosts]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pdlint.engine import core as engine
 from pdlint.load import select
-from pdlint.load.preflight import LoadError
+from pdlint.load.errors import LoadError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,14 +28,14 @@ from pdlint.hostvars import is_relevant
 from pdlint.load.fast import loader as fast, ansible_cfg as fast_config
 from pdlint.load.reference import loader as reference
 from pdlint.load import safety, select
-from pdlint.load.preflight import LoadError
+from pdlint.load.errors import LoadError
 
 BIN = Path(sys.executable).parent
 # One loader in a fresh process: ansible-core reads its configuration once per process, at import.
 DUMP = """
 import json, sys
 from pdlint.load import select
-from pdlint.load.preflight import LoadError
+from pdlint.load.errors import LoadError
 loader, sources = sys.argv[1], sys.argv[2:]
 notes, info = [], []
 try:

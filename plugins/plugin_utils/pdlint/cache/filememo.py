@@ -23,9 +23,9 @@ from typing import Any
 
 from ..finding import Finding
 from ..load.fast.values import Var
-from . import store
 from ..load.fingerprints import RACY_NS, stat_key
 from ..load.guard import Limits
+from . import store
 
 Scan = tuple[list[Finding], list[str]]  # duplicate-key warnings, top-level keys
 

@@ -19,14 +19,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config import value as configuration
-from ..engine import suppress
-from . import units
 from ..config.value import Config
+from ..engine import suppress
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
-from ..load.fast import loader as fast, inventory as fast_model
-from ..load import guard, preflight
-from . import runs, store
+from ..load import errors, guard, preflight
+from ..load.fast import inventory as fast_model
+from ..load.fast import loader as fast
+from . import runs, store, units
 
 _VERSION = 1
 
@@ -132,9 +132,10 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
     try:
         checked = preflight.check_files(changed, limits)
         hosts, roles = fast.load_hosts(sources, inv, checked, names)
-    except (guard.Refused, preflight.LoadError, fast.Unsupported):
+    except (guard.Refused, errors.LoadError, fast.Unsupported):
         raise _Stale from None  # the whole run says it as it always does
-    from ..engine import core as engine, redact
+    from ..engine import core as engine
+    from ..engine import redact
 
     if checked.encrypted or redact.secret_texts(hosts):
         raise _Stale

@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..finding import Finding
+from ..load import fingerprints, preflight
 from ..load.fast import ansible_cfg as fast_config
-from ..load import preflight
-from ..load.fingerprints import RACY_NS
+from ..load.fingerprints import RACY_NS, digest
 from . import store
 
 Fingerprint = list[tuple[str, int, int, int, int, int, int]]
@@ -59,7 +59,7 @@ def digest_of(path: str) -> bytes | None:
     """The digest of a file's content now (None: unreadable)."""
     try:
         with open(path, "rb") as fh:
-            return store.digest(fh.read())
+            return digest(fh.read())
     except OSError:
         return None
 
@@ -102,7 +102,7 @@ def entry(sources: Sequence[str], settings: tuple[Any, ...], limits: preflight.L
         base = os.path.realpath(source if os.path.isdir(source) else os.path.dirname(source))
         if folder == base or folder.startswith(base.rstrip(os.sep) + os.sep):
             return None
-    files = preflight.fingerprints(sources, limits)
+    files = fingerprints.fingerprints(sources, limits)
     if files is None:
         return None
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith("ANSIBLE_"))
@@ -136,7 +136,7 @@ def put(e: Entry, outcome: Outcome) -> None:
     """Store outcome, unless a file changed while it was computed (asked by stat, without a walk: a file added
     meanwhile changes the next run's key anyway)."""
     racy = _racy(e.files, e.started)
-    if racy != e.racy or preflight.fingerprints(e.sources, e.limits, known=e.files) != e.files:
+    if racy != e.racy or fingerprints.fingerprints(e.sources, e.limits, known=e.files) != e.files:
         return
     store.write(e.slot, (e.key, racy, [store.row(f) for f in outcome.findings], [store.row(f) for f in outcome.suppressed],
                         outcome.hosts, outcome.deployments, outcome.assumed, list(outcome.notes)))

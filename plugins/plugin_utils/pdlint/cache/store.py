@@ -14,7 +14,6 @@ import zlib
 from typing import Any
 
 from ..finding import Finding, Origin
-from ..load.fingerprints import digest  # noqa: F401 - the digest every cache level keys by
 
 _MAGIC = b"PDLINT-CACHE-2\n"
 _DIGEST = 32

@@ -94,7 +94,7 @@ def _lint(args: argparse.Namespace) -> int:
         sys.stderr.write(f"pdlint: error: {exc}\n")
         return 2
     # after prepare() made ansible-core safe
-    from ..load.preflight import LoadError
+    from ..load.errors import LoadError
 
     fmt = _format(args)
     findings: list[Finding] = []

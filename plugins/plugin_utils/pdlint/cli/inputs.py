@@ -12,7 +12,7 @@ from ..config.value import Config, names
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
 from ..load import guard
-from ..load.preflight import VARS_DIRS
+from ..load.layout import VARS_DIRS
 
 
 def no_hosts(sources: list[str]) -> Finding:
@@ -80,7 +80,7 @@ def load_group(args: argparse.Namespace, sources: list[str], notes: list[Finding
                fail: Callable[[list[Finding]], object]) -> list[HostVars] | None:
     """One inventory's hosts as pdlint loads them; None after passing fail() the findings that make it unusable."""
     from ..load import select
-    from ..load.preflight import LoadError
+    from ..load.errors import LoadError
 
     try:
         loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,

@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping, Sequence
+
+from .guard import Limits, Refused
+from .layout import VARS_DIRS
+from .walk import Walk, walk_files
 
 # 2 s: the coarsest timestamps of common file systems (FAT), and clock skew. A file changed less than this before
 # it was read may change again within the same timestamp (git's "racily clean" entries): compare it by content.
@@ -19,3 +24,50 @@ def stat_key(st: os.stat_result) -> StatKey:
 def digest(data: bytes) -> bytes:
     """The content digest every cache level keys and checks by."""
     return hashlib.blake2b(data, digest_size=16).digest()
+
+
+Stat = tuple[str, int, int, int, int, int, int]
+
+
+def _stat(path: str, st: os.stat_result | None = None) -> Stat:
+    """fingerprints()' entry for a file (its stat now unless given; mode -2 where it cannot be had)."""
+    try:
+        st = st or os.stat(path)
+    except OSError:
+        return (path, -2, 0, 0, 0, 0, 0)
+    return (path, *stat_key(st))
+
+
+def listing(path: str, listed: Mapping[str, list[str]] | None = None) -> Stat:
+    """fingerprints()' entry for a group_vars/ or host_vars/ directory (its names, as the walk listed them)."""
+    names = (listed or {}).get(path)
+    if names is None:
+        try:
+            names = sorted(os.listdir(path))
+        except OSError:
+            return (path, -1, -1, 0, 0, 0, 0)
+    digest = hashlib.blake2b("\0".join(names).encode("utf-8", "surrogateescape"), digest_size=8).digest()
+    return (path, -1, len(names), int.from_bytes(digest, "big"), 0, 0, 0)
+
+
+def fingerprints(sources: Sequence[str], limits: Limits | None = None,
+                 known: Sequence[Stat] | None = None) -> list[Stat] | None:
+    """(path, mode, size, mtime_ns, ctime_ns, inode, device) of every file check() reads, in its order: what
+    a cached result of these sources depends on. None where check() would refuse something (it says why).
+
+    Then, for each group_vars/ and host_vars/ directory, (path, -1, entries, hash of their names, 0, 0, 0): an
+    entry no file is read from (an empty directory, one of .txt files) is still reported as matching no host or
+    group (vars_files.unmatched). Names, not the directory's stat, which every editor's save-by-rename changes.
+
+    known: the fingerprints of an earlier call; the same paths are asked again, without a walk (a file added
+    since is not seen: it changes the next walk's list)."""
+    if known is not None:
+        return [listing(path) if mode == -1 else _stat(path) for path, mode, *_ in known]
+    try:
+        walk = Walk(limits or Limits())
+        inventory, vars_files = walk_files(sources, walk.limits, walk)
+        found = [_stat(path, walk.stats.get(path) or os.stat(path)) for path in inventory + vars_files]
+        found.extend(listing(os.path.join(base, name), walk.listed) for base in walk.bases for name in VARS_DIRS)
+        return found
+    except (Refused, OSError):
+        return None

@@ -11,7 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..finding import Finding
-from . import group_names as groups, guard, preflight, unmatched_vars as vars_files, vault
+from . import group_names as groups
+from . import guard, preflight, vault
+from . import unmatched_vars as vars_files
 
 
 def file_notes(sources: Sequence[str], group_names: Iterable[Any], decrypting: bool) -> list[Finding]:

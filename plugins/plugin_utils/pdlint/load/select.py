@@ -12,7 +12,7 @@ from typing import Any
 
 from ..finding import Finding
 from ..hostvars import HostVars
-from . import guard, preflight
+from . import errors, guard, preflight
 
 LOADERS = ("fast", "ansible")
 
@@ -40,7 +40,7 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
     try:
         checked = preflight.check(sources, limits, allow_dynamic=allow_plugins, overlay=overlay, memo=memo)
     except guard.Refused as exc:
-        raise preflight.LoadError(exc.finding) from None
+        raise errors.LoadError(exc.finding) from None
     notes.extend(checked.findings)
     if loader == "fast":
         from .fast import loader as fast

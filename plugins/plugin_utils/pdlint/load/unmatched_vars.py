@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from ..finding import Finding, Origin
 from ..paths import display_path
-from .preflight import ignored
+from .layout import ignored
 
 _EXTS = (".yml", ".yaml", ".json")  # ansible-core's YAML_FILENAME_EXTENSIONS: host_vars/NAME plus one of these
 _IMPLICIT = ("all", "ungrouped")

@@ -16,7 +16,8 @@ from ..finding import Finding, Origin
 from ..hostvars import HostVars, is_template
 from ..cli.inputs import no_hosts
 from ..load import guard
-from ..load.preflight import VARS_DIRS, LoadError
+from ..load.layout import VARS_DIRS
+from ..load.errors import LoadError
 from ..topology.types import Topology
 
 _INVENTORY_NAMES = ("hosts", "inventory")

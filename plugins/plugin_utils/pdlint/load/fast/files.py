@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .. import preflight
+from .. import compose, preflight
 from .values import Unsupported, Var
 
 YAML_EXT = (".yml", ".yaml", ".json")
@@ -26,7 +26,7 @@ class Files:
         bases = {os.path.abspath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources}
         real = {b: os.path.realpath(b) for b in bases}
         memo = checked.memo
-        for text in preflight.yaml_files(checked):
+        for text in compose.yaml_files(checked):
             if text in checked.yaml_errors:  # read as INI, if at all
                 continue
             base = os.path.dirname(text)
@@ -34,7 +34,7 @@ class Files:
                 base = os.path.dirname(base)
             key = real[base] + text[len(base):] if base in real else os.path.realpath(text)
             if key in self.walked:  # the same file by a second path: composed, as it always was, for its errors
-                preflight.compose(text, checked)
+                compose.compose(text, checked)
                 continue
             self.walked[key] = text
             # A vars file whose variables the memo holds for this content composed cleanly then (so did an inventory
@@ -44,11 +44,11 @@ class Files:
                 continue
             digest = checked.digests.get(text)
             if memo is None or not (memo.known(key, digest) or memo.knows_inventory(key, digest)):
-                self.docs[key] = preflight.compose(text, checked)
+                self.docs[key] = compose.compose(text, checked)
 
     def get(self, path: str) -> tuple[str, list[Any]]:
         if path not in self.docs:
-            self.docs[path] = preflight.compose(self.walked.get(path, path), self.checked)
+            self.docs[path] = compose.compose(self.walked.get(path, path), self.checked)
         return self.docs[path]
 
     def values(self, path: str, shown: str) -> tuple[str, dict[str, Var]] | None:

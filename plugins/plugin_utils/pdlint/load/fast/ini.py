@@ -8,10 +8,10 @@ import warnings
 from typing import Any
 
 from ...finding import Origin
-from ...hostvars import KEY
-from ...hostvars import is_relevant
+from ...hostvars import KEY, is_relevant
 from .inventory import Inventory, expand_hosts
 from .values import Origins, Unsupported, Var
+
 
 class Rejected(Unsupported):
     """A line ansible-core's INI plugin refuses too: the file is not an INI inventory."""

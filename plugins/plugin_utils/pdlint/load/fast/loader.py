@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ...finding import Finding
 from ...hostvars import HostVars
-from .. import guard, preflight
+from .. import errors, guard, layout, preflight
 from .. import unmatched_vars as vars_files
 from ..group_names import invalid_names
 from . import ansible_cfg as fast_config
@@ -66,7 +66,7 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
         try:
             checked = preflight.check(sources)
         except guard.Refused as exc:
-            raise preflight.LoadError(exc.finding) from None
+            raise errors.LoadError(exc.finding) from None
     if checked.encrypted:
         raise Unsupported("vault-encrypted files")
     files = Files([s for s in sources if "," not in s], checked)
@@ -132,7 +132,7 @@ def read_by(inv: Inventory, sources: Sequence[str], path: str) -> list[str] | No
     """The hosts whose variables a group_vars/host_vars file is read into (None: a file of no entity, or all)."""
     path = os.path.abspath(path)
     for base in {os.path.realpath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources if "," not in s}:
-        for subdir in preflight.VARS_DIRS:
+        for subdir in layout.VARS_DIRS:
             folder = os.path.join(base, subdir)
             if not path.startswith(folder + os.sep):
                 continue

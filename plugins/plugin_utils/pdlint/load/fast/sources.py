@@ -7,7 +7,7 @@ import yaml
 
 from ...finding import Finding
 from ...paths import display_path
-from .. import preflight
+from .. import compose, errors, layout
 from . import replay as inventory_ops
 from . import yaml_file as fast_yaml
 from .files import YAML_EXT, Files, parse_json
@@ -57,9 +57,9 @@ def _inventory_file(inv: Inventory, path: str, files: Files) -> None:
         is_json, data = parse_json(text)
         if is_json and isinstance(data, dict):
             raise Unsupported(f"{path}: YAML inventory without extension")
-        try:  # through preflight.compose like every YAML read; a YAML error here only means "not YAML"
-            docs = preflight.compose(path, files.checked)[1]
-        except preflight.LoadError:
+        try:  # through compose.compose like every YAML read; a YAML error here only means "not YAML"
+            docs = compose.compose(path, files.checked)[1]
+        except errors.LoadError:
             docs = []
         if len(docs) == 1 and isinstance(docs[0], yaml.MappingNode):
             raise Unsupported(f"{path}: YAML inventory without extension")
@@ -75,7 +75,7 @@ def _ini(inv: Inventory, text: str | list[str], shown: str, yaml_error: Finding 
     except fast_ini.Rejected as exc:
         if yaml_error is None:
             raise
-        raise preflight.LoadError(yaml_error) from exc
+        raise errors.LoadError(yaml_error) from exc
 
 
 def add_source(inv: Inventory, source: str, files: Files) -> None:
@@ -85,7 +85,7 @@ def add_source(inv: Inventory, source: str, files: Files) -> None:
         _inventory_file(inv, source, files)
         return
     for name in sorted(os.listdir(source)):
-        if preflight.ignored(name):
+        if layout.ignored(name):
             continue
         full = os.path.join(source, name)
         if os.path.isdir(full):

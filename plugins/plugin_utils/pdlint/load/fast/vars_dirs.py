@@ -9,7 +9,7 @@ import yaml
 
 from ...hostvars import is_relevant
 from ...paths import DisplayPaths
-from .. import preflight
+from .. import compose, errors, layout
 from .files import YAML_EXT, Files, parse_json
 from .values import Unsupported, Var, check_tags, from_json, from_node, keyed_items, scalar
 
@@ -53,7 +53,7 @@ class VarsFiles:
         self.cache: dict[tuple[str, str], dict[str, Var]] = {}
         self.listings: dict[str, frozenset[str] | None] = {}
         self._shown = DisplayPaths()  # display_path of a normalized absolute path
-        self._folders = {subdir: [os.path.join(base, subdir) for base in self.dirs] for subdir in preflight.VARS_DIRS}
+        self._folders = {subdir: [os.path.join(base, subdir) for base in self.dirs] for subdir in layout.VARS_DIRS}
 
     def of(self, subdir: str, names: Sequence[str]) -> dict[str, Var]:
         """Merged in Ansible's order: each inventory source in turn, the entities in precedence order within it."""
@@ -97,9 +97,9 @@ class VarsFiles:
             return {k: from_json(v, shown) for k, v in data.items() if isinstance(k, str) and is_relevant(k)}
         if not is_json and len(nodes) == 1 and isinstance(nodes[0], yaml.MappingNode):
             return self._mapping(nodes[0], shown)
-        error = preflight.vars_file_error(path, text, nodes)
+        error = compose.vars_file_error(path, text, nodes)
         if error is not None:
-            raise preflight.LoadError(error)
+            raise errors.LoadError(error)
         if is_json or not nodes:
             return {}
         node = nodes[0]

@@ -20,7 +20,7 @@ from ...hostvars import KEY, Path, is_relevant
 from .. import guard
 from .values import _CONSTRUCT, _MAP, _SEQ, _STR, _TOLERATED, Origins, Var, scalar
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # what preflight.compose reads with
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # what load/compose.py reads with
 _RESOLVER = _LOADER("")  # its resolve(): the tag compose gives a scalar without one
 _TABLE = _RESOLVER.yaml_implicit_resolvers
 # Without path resolvers or wildcard implicit ones (neither is registered by yaml itself), a quoted scalar is

@@ -15,18 +15,25 @@ from typing import Any
 
 from ...finding import Finding, Origin
 from ...hostvars import HostVars, Unresolved
+from ...paths import display_path
 from .. import (
-    group_names as groups,
+    compose,
     guard,
     preflight,
-    role_conflicts as roles,
     safety,
     tagged,
-    unmatched_vars as vars_files,
     vault,
 )
-from ...paths import display_path
-from ..preflight import LoadError  # noqa: F401 - one class for both loaders, re-exported
+from .. import (
+    group_names as groups,
+)
+from .. import (
+    role_conflicts as roles,
+)
+from .. import (
+    unmatched_vars as vars_files,
+)
+from ..errors import LoadError  # noqa: F401 - one class for both loaders, re-exported
 
 _LOOKUPS = ("lookup", "query", "q")
 
@@ -181,8 +188,8 @@ def _check_vars_file(real: str, vars_files: dict[str, str]) -> None:
     """Raise the shared load-error of a vars file ansible-core could not use."""
     if real not in vars_files:
         return
-    text, docs = preflight.compose(real)
-    error = preflight.vars_file_error(real, text, docs)
+    text, docs = compose.compose(real)
+    error = compose.vars_file_error(real, text, docs)
     if error is not None:
         raise LoadError(error)
 
@@ -271,9 +278,9 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
         notes.extend(checked.findings)
     safety.configure(allow_plugins)
     from ansible import constants as C
+    from ansible._internal._display_utils import DeferredWarningContext  # 2.19+: warnings as data, not stderr
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
-    from ansible._internal._display_utils import DeferredWarningContext  # 2.19+: warnings as data, not stderr
     from ansible.vars.manager import VariableManager
 
     # Set on every call too: ansible.constants may have been imported before configure() ran.
