@@ -687,7 +687,7 @@ def test_a_racily_clean_edit_to_a_group_vars_file_is_seen(fleet: _Fleet, spy: _S
         found = real(*args, **kwargs)
         return None if found is None else [(p, m, s, mt, 0, i, d) for p, m, s, mt, _, i, d in found]
 
-    monkeypatch.setattr(runs.preflight, "fingerprints", no_ctime)
+    monkeypatch.setattr(runs.fingerprints, "fingerprints", no_ctime)
     monkeypatch.setattr(runs, "RACY_NS", 10**12)  # every file counts as recent however slow this machine is
     clean = fleet.cached()
     path = fleet.inv / "group_vars" / "d2_decode.yml"
