@@ -13,7 +13,8 @@ from ..report import reporters as report
 from ..config import value as configuration
 from ..config.value import Config
 from ..finding import Finding
-from .inputs import Unusable, inventory_for, no_hosts, prepare  # noqa: F401 - inventory_for: the hook's entry point
+from ..load.errors import no_hosts
+from .inputs import Unusable, inventory_for, prepare  # noqa: F401 - inventory_for: the hook's entry point
 from ..load import guard
 from ..cache import runs, store
 from .options import parser

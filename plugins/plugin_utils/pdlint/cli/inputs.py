@@ -9,16 +9,11 @@ from pathlib import Path
 
 from ..config import files as configfile
 from ..config.value import Config, names
-from ..finding import Finding, Origin
+from ..finding import Finding
 from ..hostvars import HostVars
 from ..load import guard
 from ..load.layout import VARS_DIRS
-
-
-def no_hosts(sources: list[str]) -> Finding:
-    """The load-error of an inventory without hosts (pdlint, explain and the language server say it alike)."""
-    return Finding(Origin(", ".join(sources)), "load-error", "error", "the inventory has no hosts",
-                   "name the inventory (or a file inside it) that defines the P/D hosts")
+from ..load.errors import no_hosts
 
 
 def inventory_for(path: str) -> str:

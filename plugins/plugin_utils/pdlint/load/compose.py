@@ -8,7 +8,7 @@ from typing import Any
 from ..finding import Finding, Origin
 from ..paths import display_path
 from . import guard, preflight
-from .errors import LoadError
+from .errors import LoadError, load_error
 from .guard import Limits, Refused, refuse
 from .layout import YAML_EXT
 from .preflight import Preflight
@@ -46,10 +46,10 @@ def compose(path: str | os.PathLike[str], checked: Preflight | None = None,
         mark = exc.problem_mark or exc.context_mark
         origin = Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None)
         problem = exc.problem or exc.context or "invalid YAML"
-        raise LoadError(Finding(origin, "load-error", "error", f"YAML syntax error: {problem}",
+        raise LoadError(load_error(origin, f"YAML syntax error: {problem}",
                                 "fix the YAML syntax at this position")) from None
     except yaml.YAMLError as exc:
-        raise LoadError(Finding(Origin(display_path(path)), "load-error", "error", f"YAML error: {exc}")) from None
+        raise LoadError(load_error(Origin(display_path(path)), f"YAML error: {exc}")) from None
 
 
 def vars_file_error(path: str, text: str, docs: list[Any]) -> Finding | None:
@@ -68,8 +68,7 @@ def vars_file_error(path: str, text: str, docs: list[Any]) -> Finding | None:
     else:
         if not data or isinstance(data, dict):
             return None
-        return Finding(Origin(shown, 1, 1), "load-error", "error",
-                       f"vars file holds a {type(data).__name__}, not a mapping of variable names",
+        return load_error(Origin(shown, 1, 1), f"vars file holds a {type(data).__name__}, not a mapping of variable names",
                        "make the file a mapping (name: value), or empty")
     if len(docs) > 1:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -77,8 +76,7 @@ def vars_file_error(path: str, text: str, docs: list[Any]) -> Finding | None:
             yaml.compose(text, Loader=loader)
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark
-            return Finding(Origin(shown, mark.line + 1 if mark else None, mark.column + 1 if mark else None),
-                           "load-error", "error", f"vars file holds {len(docs)} YAML documents; Ansible reads one",
+            return load_error(Origin(shown, mark.line + 1 if mark else None, mark.column + 1 if mark else None), f"vars file holds {len(docs)} YAML documents; Ansible reads one",
                            "remove the '---' line that starts the second document, or split the file")
     if not docs:
         return None
@@ -98,6 +96,5 @@ def vars_file_error(path: str, text: str, docs: list[Any]) -> Finding | None:
     if empty:
         return None
     mark = node.start_mark
-    return Finding(Origin(shown, mark.line + 1, mark.column + 1), "load-error", "error",
-                   f"vars file holds a {kind}, not a mapping of variable names",
+    return load_error(Origin(shown, mark.line + 1, mark.column + 1), f"vars file holds a {kind}, not a mapping of variable names",
                    "make the file a mapping (name: value), or empty")

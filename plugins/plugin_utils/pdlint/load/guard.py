@@ -15,6 +15,7 @@ from typing import Any
 
 from ..finding import Finding, Origin
 from ..paths import display_path
+from .errors import load_error
 
 VAULT_HEADER = b"$ANSIBLE_VAULT;"
 
@@ -39,7 +40,7 @@ class Refused(Exception):
 
 def refuse(path: str, message: str, hint: str | None = None, line: int | None = None,
            column: int | None = None) -> Refused:
-    return Refused(Finding(Origin(display_path(path), line, column), "load-error", "error", message, hint))
+    return Refused(load_error(Origin(display_path(path), line, column), message, hint))
 
 
 def text_of(data: bytes, path: str, limits: Limits) -> str:
@@ -178,9 +179,7 @@ def scan_yaml(text: str, path: str, limits: Limits, feed: Callable[[type, Any], 
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
-        result.syntax_error = Finding(
-            Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None), "load-error", "error",
-            f"YAML syntax error: {problem}", "fix the YAML syntax at this position")
+        result.syntax_error = load_error(Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None), f"YAML syntax error: {problem}", "fix the YAML syntax at this position")
     except yaml.YAMLError as exc:
-        result.syntax_error = Finding(Origin(display_path(path)), "load-error", "error", f"YAML error: {exc}")
+        result.syntax_error = load_error(Origin(display_path(path)), f"YAML error: {exc}")
     return result

@@ -14,7 +14,7 @@ from ..engine import core as engine
 from ..config.value import Config, ConfigError
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, is_template
-from ..cli.inputs import no_hosts
+from ..load.errors import load_error, no_hosts
 from ..load import guard
 from ..load.layout import VARS_DIRS
 from ..load.errors import LoadError
@@ -81,7 +81,7 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
     try:
         config = _config(source)
     except ConfigError as exc:
-        return Outcome(source, failed=Finding(Origin(source), "load-error", "error", str(exc)))
+        return Outcome(source, failed=load_error(Origin(source), str(exc)))
     try:
         hosts = select.load([source], notes=notes, note=fell.append, overlay=overlay, limits=guard.Limits(),
                             memo=memo)

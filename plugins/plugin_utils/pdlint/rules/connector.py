@@ -9,12 +9,6 @@ from ..vllm import registry as connectors
 from ..vllm.releases import Release
 from .base import Hit, hit, rule, words
 
-_MORIIO_INTS = ("http_port", "handshake_port", "notify_port", "proxy_ping_port",
-                "qp_per_transfer", "post_batch_size", "num_workers")
-_MORIIO_TIMEOUTS = ("transfer_timeout", "defer_timeout", "recv_abort_timeout")
-# extra_config keys whose bad values connector[config] reports (with vLLM's reason), so the schema rule leaves them.
-CHECKED_EXTRA = frozenset((*_MORIIO_INTS, *_MORIIO_TIMEOUTS, "backend", "read_mode", "enforce_handshake_compat",
-                           "bootstrap_server_address"))
 
 
 @rule("connector[unknown]")

@@ -10,7 +10,7 @@ from typing import Any
 from ..topology.build import kv_config
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, Unresolved
-from ..rules.connector import CHECKED_EXTRA
+from ..vllm.extra_keys import CHECKED_EXTRA
 from .document import SCHEMA_ID, dumps, expected, generate
 from .quick import surely_valid
 from ..vllm import kvconfig

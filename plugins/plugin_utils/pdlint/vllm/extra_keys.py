@@ -110,3 +110,11 @@ LMCACHE = ConnectorKeys("LMCache", ("LMCacheConnectorV1", "LMCacheMPConnector"),
 ), closed=False, patterns=(r"^lmcache\.",))  # the lmcache package reads keys vLLM does not list
 
 CONNECTORS: tuple[ConnectorKeys, ...] = (MORIIO, NIXL, MOONCAKE, P2P_NCCL, LMCACHE)
+
+
+MORIIO_INTS = ("http_port", "handshake_port", "notify_port", "proxy_ping_port",
+                "qp_per_transfer", "post_batch_size", "num_workers")
+MORIIO_TIMEOUTS = ("transfer_timeout", "defer_timeout", "recv_abort_timeout")
+# extra_config keys whose bad values connector[config] reports (with vLLM's reason), so the schema rule leaves them.
+CHECKED_EXTRA = frozenset((*MORIIO_INTS, *MORIIO_TIMEOUTS, "backend", "read_mode", "enforce_handshake_compat",
+                           "bootstrap_server_address"))

@@ -33,7 +33,7 @@ from .. import (
 from .. import (
     unmatched_vars as vars_files,
 )
-from ..errors import LoadError  # noqa: F401 - one class for both loaders, re-exported
+from ..errors import LoadError, load_error
 
 _LOOKUPS = ("lookup", "query", "q")
 
@@ -173,9 +173,7 @@ def _loader(skip: set[str], checked: preflight.Preflight) -> Any:
                 _check_vars_file(real, vars_files)
                 if real in vars_files:  # ansible-core's own error names no file (`!!int abc`): name it here
                     origin = _error_origin(exc)
-                    raise LoadError(Finding(
-                        origin if origin.file else Origin(display_path(vars_files[real])), "load-error", "error",
-                        f"cannot load vars file: {_message(exc)}", "fix the value the error names")) from None
+                    raise LoadError(load_error(origin if origin.file else Origin(display_path(vars_files[real])), f"cannot load vars file: {_message(exc)}", "fix the value the error names")) from None
                 raise
             if data and not isinstance(data, Mapping):
                 _check_vars_file(real, vars_files)
@@ -291,8 +289,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
         _sandbox()
         late = safety.pinned_too_late()
         if late:  # an embedding program imported ansible-core first: its ansible.cfg may add plugins
-            raise LoadError(Finding(Origin(), "load-error", "error",
-                                    f"ansible-core was configured before pdlint could pin {', '.join(late)}",
+            raise LoadError(load_error(Origin(), f"ansible-core was configured before pdlint could pin {', '.join(late)}",
                                     "call pdlint.load.safety.configure() before importing ansible"))
     password = vault.password_file(vault_password_file)
     skip = set() if password else {os.path.realpath(p) for p in checked.encrypted}
