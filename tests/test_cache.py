@@ -326,7 +326,7 @@ def test_a_cached_run_does_not_load_the_rules(fmt: str, tmp_path: Path) -> None:
     code = ("import io, sys, contextlib; from pdlint.cli import main\n"
             "out = io.StringIO()\n"
             "with contextlib.redirect_stdout(out): rc = main(['.', '--format', sys.argv[1]])\n"
-            "print(rc, 'pdlint.rules' in sys.modules, 'pdlint.vllm' in sys.modules, 'pdlint.schema.check' in sys.modules,\n"
+            "print(rc, 'pdlint.rules' in sys.modules, 'pdlint.vllm' in sys.modules, 'pdlint.schema' in sys.modules,\n"
             "      'yaml' in sys.modules)\n")
     runs = [subprocess.run([sys.executable, "-c", code, fmt], cwd=work, env=env, capture_output=True, text=True,
                            check=False, timeout=60).stdout.split() for _ in range(2)]

@@ -172,7 +172,7 @@ def run_ci(block: Block, tmp: Path) -> None:
         proc = _sh(command, ws)
         assert proc.returncode in (0, 1) or "|| true" in command, proc.stderr
         if "--format sarif" in command:
-            assert json.loads((ws / "pdlint.report.sarif").read_text())["version"] == "2.1.0"
+            assert json.loads((ws / "pdlint.sarif").read_text())["version"] == "2.1.0"
 
 
 def _install_collection(tmp: Path) -> None:
@@ -237,10 +237,19 @@ def run_modeline(block: Block, tmp: Path) -> None:
     assert (ROOT / "inventory" / "group_vars" / path).resolve() == ROOT / "schemas" / "pdlint-vars.schema.json"
 
 
+def run_house(block: Block, tmp: Path) -> None:
+    """The README's tree of the package is the package (tests/test_layers.py)."""
+    from test_layers import check_house
+
+    check_house(block.text)
+
+
 def runner(block: Block) -> Callable[[Block, Path], None] | None:
     first = block.text.splitlines()[0] if block.text else ""
     if block is BLOCKS[0]:
         return run_newcomer
+    if block.lang == "text" and first.startswith("cli/ "):
+        return run_house
     if block.lang == "text":
         synopsis = re.match(r"pdlint ([a-z]+ )?\[", first)
         return run_transcript if first.startswith("$ ") else run_synopsis if synopsis else None
