@@ -14,7 +14,6 @@ random edits compare the two.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ from ..hostvars import HostVars
 from ..load import errors, guard, preflight
 from ..load.fast import inventory as fast_model
 from ..load.fast import loader as fast
+from ..load.layout import absolute_sources
 from . import runs, store, units
 
 _VERSION = 1
@@ -116,7 +116,7 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
     edited = set(changed)
     if edited & set(inventory_files):
         raise _Stale  # an inventory file changed
-    sources = [s if "," in s else os.path.abspath(s) for s in sources]
+    sources = absolute_sources(sources)
     inv = fast_model.restore(inventory)
     touched: set[str] = set()
     for path in changed:

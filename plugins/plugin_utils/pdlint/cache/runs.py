@@ -25,6 +25,7 @@ from ..finding import Finding
 from ..load import fingerprints, preflight
 from ..load.fast import ansible_cfg as fast_config
 from ..load.fingerprints import RACY_NS, digest
+from ..load.layout import source_dir
 from . import store
 
 Fingerprint = list[tuple[str, int, int, int, int, int, int]]
@@ -99,7 +100,7 @@ def entry(sources: Sequence[str], settings: tuple[Any, ...], limits: preflight.L
     started = time.time_ns()
     folder = os.path.realpath(store.directory())
     for source in sources:  # a cache inside an inventory would be read as part of it (HOME set to a checkout)
-        base = os.path.realpath(source if os.path.isdir(source) else os.path.dirname(source))
+        base = os.path.realpath(source_dir(source))
         if folder == base or folder.startswith(base.rstrip(os.sep) + os.sep):
             return None
     files = fingerprints.fingerprints(sources, limits)

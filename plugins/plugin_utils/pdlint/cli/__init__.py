@@ -9,14 +9,15 @@ import time
 from collections.abc import Sequence
 
 from .. import NEWEST_VLLM
-from ..report import reporters as report
+from ..cache import runs, store
 from ..config import value as configuration
 from ..config.value import Config
 from ..finding import Finding
-from ..load.errors import no_hosts
-from .inputs import Unusable, inventory_for, prepare  # noqa: F401 - inventory_for: the hook's entry point
 from ..load import guard
-from ..cache import runs, store
+from ..load.errors import no_hosts
+from ..load.layout import absolute_sources
+from ..report import reporters as report
+from .inputs import Unusable, inventory_for, prepare  # noqa: F401 - inventory_for: the hook's entry point
 from .options import parser
 
 
@@ -37,7 +38,7 @@ def _entry(args: argparse.Namespace, sources: list[str], config: Config) -> runs
     vault = args.vault_password_file or os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE")
     settings = (args.loader, args.allow_lookups, args.allow_inventory_plugins, args.max_file_size,
                 args.vault_password_file, repr(config), runs.stamp(vault))
-    return runs.entry([s if "," in s else os.path.abspath(s) for s in sources], settings,
+    return runs.entry(absolute_sources(sources), settings,
                       guard.Limits(max_file_bytes=args.max_file_size))
 
 
@@ -64,7 +65,7 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
     if entry is not None and static:
         from ..cache import filememo
 
-        memo = filememo.on_disk([s if "," in s else os.path.abspath(s) for s in sources])
+        memo = filememo.on_disk(absolute_sources(sources))
     loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
                          allow_plugins=args.allow_inventory_plugins, limits=limits,
                          vault_password_file=args.vault_password_file, notes=notes, note=said.append, memo=memo,

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 
 from ..config import value as configuration
 from ..engine import core as engine
-from ..report import reporters as report
-from ..finding import Finding
 from ..explain.compute import explain as compute
 from ..explain.formats import FORMATS
 from ..explain.model import Explanation
+from ..finding import Finding
+from ..report import reporters as report
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -12,8 +12,8 @@ from ..config.value import Config, names
 from ..finding import Finding
 from ..hostvars import HostVars
 from ..load import guard
-from ..load.layout import VARS_DIRS
 from ..load.errors import no_hosts
+from ..load.layout import VARS_DIRS
 
 
 def inventory_for(path: str) -> str:

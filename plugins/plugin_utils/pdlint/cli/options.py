@@ -5,8 +5,8 @@ import argparse
 from collections.abc import Sequence
 
 from .. import NEWEST_VLLM, __version__
-from ..report import reporters as report
 from ..load import guard
+from ..report import reporters as report
 
 
 def _size(text: str) -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .value import DEFAULT, Config, ConfigError, parse
 from ..paths import display, git_root
+from .value import DEFAULT, Config, ConfigError, parse
 
 NAMES = (".pdlint.yaml", "pyproject.toml")
 

@@ -7,9 +7,9 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from ..contract import VERSION_PATTERN
 from ..finding import SEVERITIES, Finding
 from ..rule_ids import IDS as REGISTRY
-from ..contract import VERSION_PATTERN
 
 KEYS = ("select", "ignore", "severity", "vllm_version", "strict")
 

@@ -5,16 +5,15 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 
 from ..config import value as configuration
-from . import redact, suppress
-from ..schema import check as schema
-from ..topology.build import build
 from ..config.value import Config
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
-from ..topology.types import Topology
 from ..rules import CHECKS
+from ..schema import check as schema
+from ..topology.build import build
+from ..topology.types import Topology
+from . import redact, suppress
 from .suppress import named  # noqa: F401 - rule-or-family matching, used by the check action
-
 
 _last_seen: schema.Seen = {}  # the previous check's values (schema.check's `before`), one check's worth
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..topology.build import build
 from ..hostvars import HostVars
 from ..rules import CHECKS
+from ..topology.build import build
 from ..vllm.ranks import remote_ranks  # noqa: F401 - the filters' entry point
 
 _CONNECTOR = {"moriio": "MoRIIOConnector", "nixl": "NixlConnector", "mooncake": "MooncakeConnector",

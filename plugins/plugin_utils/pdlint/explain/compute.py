@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from ..finding import Finding
-from ..topology.types import Deployment, Engine, Topology
 from ..rules.pairs import checked
+from ..topology.types import Deployment, Engine, Topology
 from ..vllm import moriio, nixl, parallel, ports, ranks, registry
 from ..vllm import pair as vpair
 from ..vllm.releases import DEFAULT, resolve

@@ -14,11 +14,12 @@ from ..finding import Finding
 from . import group_names as groups
 from . import guard, preflight, vault
 from . import unmatched_vars as vars_files
+from .layout import paths_only
 
 
 def file_notes(sources: Sequence[str], group_names: Iterable[Any], decrypting: bool) -> list[Finding]:
     """Warnings (or the load-error) the CLI would report for these inventory sources."""
-    paths = [s for s in sources if "," not in s]
+    paths = paths_only(sources)
     try:
         checked = preflight.check(paths, allow_dynamic=True)  # the play already chose to run its sources
     except guard.Refused as exc:

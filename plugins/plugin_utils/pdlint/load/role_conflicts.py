@@ -5,6 +5,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..finding import Finding, Origin
+from .layout import paths_only
 
 ROLE = "vllm_pd_role"
 # A group's own vllm_pd_role: (value, where it is set), from the inventory file or its group_vars file.
@@ -55,7 +56,7 @@ def from_ansible(inventory: Any, loader: Any, sources: list[str], winner: Mappin
     for name, group in inventory.groups.items():
         if name == "all":
             continue
-        files = get_vars_from_inventory_sources(loader, [s for s in sources if "," not in s], [group], "task")
+        files = get_vars_from_inventory_sources(loader, paths_only(sources), [group], "task")
         for layer in (group.get_vars(), files):  # group_vars files win over the inventory file's group vars
             if ROLE in layer:
                 roles[name] = (layer[ROLE], origin_of(layer[ROLE]) or _key_origin(layer) or Origin())
@@ -63,7 +64,7 @@ def from_ansible(inventory: Any, loader: Any, sources: list[str], winner: Mappin
     ancestors = {name: {a.name for a in group.get_ancestors()} for name, group in inventory.groups.items()}
     own = [h.name for h in inventory.hosts.values() if ROLE in h.get_vars()]
     own += [h.name for h in inventory.hosts.values()
-            if ROLE in get_vars_from_inventory_sources(loader, [s for s in sources if "," not in s], [h], "task")]
+            if ROLE in get_vars_from_inventory_sources(loader, paths_only(sources), [h], "task")]
     return list(conflicts(members, roles, ancestors, own, winner))
 
 

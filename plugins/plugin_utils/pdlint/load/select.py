@@ -5,7 +5,6 @@ file is refused the same way whichever loader reads the rest.
 """
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from ..finding import Finding
 from ..hostvars import HostVars
 from . import errors, guard, preflight
+from .layout import absolute_sources
 
 LOADERS = ("fast", "ansible")
 
@@ -33,7 +33,7 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
     whose content it has seen; it is written back (when it has a place on disk) after a load that succeeds.
     keep (a fast.Kept) receives what loading some hosts again needs, when the fast loader read every host.
     """
-    sources = [s if "," in s else os.path.abspath(s) for s in sources]
+    sources = absolute_sources(sources)
     notes = notes if notes is not None else []
     if memo is not None:
         memo.begin()

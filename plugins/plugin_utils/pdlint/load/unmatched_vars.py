@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from ..finding import Finding, Origin
 from ..paths import display_path
-from .layout import ignored
+from .layout import ignored, is_host_list, source_dir
 
 _EXTS = (".yml", ".yaml", ".json")  # ansible-core's YAML_FILENAME_EXTENSIONS: host_vars/NAME plus one of these
 _IMPLICIT = ("all", "ungrouped")
@@ -17,9 +17,9 @@ def _directories(sources: Sequence[str]) -> list[str]:
     """Where Ansible looks for group_vars/ and host_vars/: beside each inventory source (its directory)."""
     found: list[str] = []
     for source in sources:
-        if "," in source:
+        if is_host_list(source):
             continue
-        directory = source if os.path.isdir(source) else os.path.dirname(os.path.abspath(source))
+        directory = source_dir(os.path.abspath(source))
         if os.path.realpath(directory) not in (os.path.realpath(d) for d in found):
             found.append(directory)
     return found

@@ -7,7 +7,7 @@ import stat
 from collections.abc import Iterator, Sequence
 
 from .guard import Limits, refuse
-from .layout import VARS_DIRS, YAML_EXT, ignored
+from .layout import VARS_DIRS, YAML_EXT, ignored, is_host_list
 
 
 @dataclasses.dataclass
@@ -95,7 +95,7 @@ def walk_files(sources: Sequence[str], limits: Limits, walk: Walk | None = None)
     inventory: list[str] = []
     bases: list[str] = []
     for source in sources:
-        if "," in source and not os.path.exists(source):
+        if is_host_list(source):
             continue  # a host list, not a path
         if regular(source, walk):
             inventory.append(source)

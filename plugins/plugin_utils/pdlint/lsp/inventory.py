@@ -8,16 +8,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import value as configuration
 from ..config import files as configfile
-from ..engine import core as engine
+from ..config import value as configuration
 from ..config.value import Config, ConfigError
+from ..engine import core as engine
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, is_template
-from ..load.errors import load_error, no_hosts
 from ..load import guard
-from ..load.layout import VARS_DIRS
-from ..load.errors import LoadError
+from ..load.errors import LoadError, load_error, no_hosts
+from ..load.layout import VARS_DIRS, source_dir
 from ..topology.types import Topology
 
 _INVENTORY_NAMES = ("hosts", "inventory")
@@ -54,7 +53,7 @@ class Outcome:
 
 
 def _config(source: str) -> Config:
-    start = Path(source if os.path.isdir(source) else os.path.dirname(source))
+    start = Path(source_dir(source))
     return configfile.load(start)
 
 

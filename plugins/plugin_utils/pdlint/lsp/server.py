@@ -15,6 +15,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..cache import filememo
+from ..load.layout import source_dir
 from . import actions, diagnostics, hover, inventory, pairs
 
 DEBOUNCE = 0.05  # seconds of quiet after a keystroke before the inventory is re-checked
@@ -54,7 +55,7 @@ class Server(LanguageServer):
 
     def overlay(self, source: str) -> dict[str, str]:
         """Open buffers of the inventory whose text differs from the file on disk."""
-        root = source if os.path.isdir(source) else os.path.dirname(source)
+        root = source_dir(source)
         out = {}
         for uri, doc in list(self.workspace.text_documents.items()):
             path = path_of(uri)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from .github import github
 from ..finding import Finding
+from .github import github
 
 
 def line(f: Finding, suppressed: bool = False) -> str:

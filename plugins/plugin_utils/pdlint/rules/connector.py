@@ -10,7 +10,6 @@ from ..vllm.releases import Release
 from .base import Hit, hit, rule, words
 
 
-
 @rule("connector[unknown]")
 def unknown(topo: Topology) -> Iterator[Hit]:
     """kv_connector is not registered in the pinned vLLM release and no kv_connector_module_path is given.

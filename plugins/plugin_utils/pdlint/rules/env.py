@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import moriio_config, registry, view
 from ..topology.types import Topology
+from ..vllm import moriio_config, registry, view
 from .base import Hit, hit, rule
 
 

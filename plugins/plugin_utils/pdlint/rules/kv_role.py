@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Topology
 from ..contract import KV_ROLES
-from ..vllm import composite, kvconfig, registry as connectors, view
+from ..topology.types import Topology
+from ..vllm import composite, kvconfig, view
+from ..vllm import registry as connectors
 from ..yaml_text import yaml_text
 from .base import Hit, hit, rule
 

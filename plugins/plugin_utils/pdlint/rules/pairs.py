@@ -4,10 +4,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..topology.types import Engine, Instance, Topology
-from ..vllm import composite, pair as vpair, registry as connectors, view
+from ..vllm import composite, view
+from ..vllm import pair as vpair
+from ..vllm import registry as connectors
 from .base import Hit, hit
 from .hints import candidates, tp_hint
-
 
 Pair = tuple[Engine, Engine, Instance, Instance]
 _per_topology: tuple[Topology, dict[object, object]] | None = None

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..topology.types import Instance, Topology
 from ..vllm import parallel
 from ..vllm.registry import nearest
-from ..topology.types import Instance, Topology
 from .base import Hit, hit, rule, words
 from .pairs import paired_tp
 

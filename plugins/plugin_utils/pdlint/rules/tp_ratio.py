@@ -7,6 +7,7 @@ from ..topology.types import Topology
 from .base import Hit, rule
 from .pairs import problem_hits
 
+
 @rule("tp-ratio[moriio]")
 def moriio_ratio(topo: Topology) -> Iterator[Hit]:
     """MoRIIO read mode: the TP sizes do not pair.

@@ -7,15 +7,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..topology.build import kv_config
 from ..finding import Finding, Origin
 from ..hostvars import HostVars, Unresolved
-from ..vllm.extra_keys import CHECKED_EXTRA
-from .document import SCHEMA_ID, dumps, expected, generate
-from .quick import surely_valid
+from ..topology.build import kv_config
 from ..vllm import kvconfig
+from ..vllm.extra_keys import CHECKED_EXTRA
 from ..vllm.releases import DEFAULT, Release, resolve
 from ..yaml_text import yaml_text
+from .document import SCHEMA_ID, dumps, expected, generate
+from .quick import surely_valid
 
 __all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
 

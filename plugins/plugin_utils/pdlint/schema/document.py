@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..vllm.extra_keys import CONNECTORS, ConnectorKeys, Key
 from ..contract import HOST_ONLY, KV_TRANSFER_CONFIG, SKIP, TEMPLATE, VARIABLES, Var, host_var
+from ..vllm.extra_keys import CONNECTORS, ConnectorKeys, Key
 
 SCHEMA_ID = "https://pdlint.dev/schemas/pdlint-vars.schema.json"
 # Ansible renders templates and decrypts !vault values before vLLM sees them: the schema cannot judge either.

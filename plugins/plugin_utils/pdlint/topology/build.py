@@ -7,11 +7,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .. import NEWEST_VLLM
-from . import facts
+from ..contract import BY_NAME, INT_FIELDS, MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
 from ..finding import UNKNOWN, Finding, Origin
 from ..hostvars import HostVars, Unresolved
+from . import facts
 from .types import Deployment, Engine, Instance, ModelFacts, Topology
-from ..contract import BY_NAME, INT_FIELDS, MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
 
 _FIELDS = {  # contract name -> Instance attribute
     "pd_deployment": "deployment", "pd_role": "role", "model": "model", "version": "version",

@@ -11,8 +11,8 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .moriio import MODE, port_offset
 from .history import history
+from .moriio import MODE, port_offset
 from .releases import Release, Timeline
 
 _COMMON = "kv_connector/v1/moriio/moriio_common.py"

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import compose, preflight
+from ..layout import source_dir
 from .values import Unsupported, Var
 
 YAML_EXT = (".yml", ".yaml", ".json")
@@ -23,7 +24,7 @@ class Files:
         self.docs: dict[str, tuple[str, list[Any]]] = {}
         self.walked: dict[str, str] = {}  # key -> the path the preflight read it by
         # Keyed by the real path of the source's directory (as host_group_vars looks files up), resolved once.
-        bases = {os.path.abspath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources}
+        bases = {os.path.abspath(source_dir(s)) for s in sources}
         real = {b: os.path.realpath(b) for b in bases}
         memo = checked.memo
         for text in compose.yaml_files(checked):

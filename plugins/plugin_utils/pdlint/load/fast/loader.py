@@ -16,6 +16,7 @@ from ...hostvars import HostVars
 from .. import errors, guard, layout, preflight
 from .. import unmatched_vars as vars_files
 from ..group_names import invalid_names
+from ..layout import absolute_sources, paths_only, source_dir
 from . import ansible_cfg as fast_config
 from .files import Files
 from .inventory import Inventory
@@ -61,7 +62,7 @@ class Kept:
 def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Preflight | None,
           notes: list[Finding] | None, keep: Kept | None) -> list[HostVars]:
     settings = fast_config.check()
-    sources = [s if "," in s else os.path.abspath(s) for s in sources]
+    sources = absolute_sources(sources)
     if checked is None:
         try:
             checked = preflight.check(sources)
@@ -69,12 +70,12 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
             raise errors.LoadError(exc.finding) from None
     if checked.encrypted:
         raise Unsupported("vault-encrypted files")
-    files = Files([s for s in sources if "," not in s], checked)
+    files = Files(paths_only(sources), checked)
     inv = Inventory(safe_group_names=settings.safe_group_names)
     for source in sources:
         add_source(inv, source, files)
     inv.reconcile()
-    structure = [*invalid_names(inv.groups, [s for s in sources if "," not in s], inv.declared),
+    structure = [*invalid_names(inv.groups, paths_only(sources), inv.declared),
                  *vars_files.unmatched(sources, inv.hosts, inv.groups)]
     if notes is not None:
         notes.extend(structure)
@@ -108,10 +109,10 @@ def load_hosts(sources: Sequence[str], inv: Inventory, checked: preflight.Prefli
     enabled = gc.isenabled()
     gc.disable()
     try:
-        sources = [s if "," in s else os.path.abspath(s) for s in sources]
+        sources = absolute_sources(sources)
         if checked.encrypted:
             raise Unsupported("vault-encrypted files")
-        files = Files([s for s in sources if "," not in s], checked)
+        files = Files(paths_only(sources), checked)
         by_name = VarsFiles(sources, files)
         ancestors = {g: inv.ancestors(g) for g in inv.groups}
         names = sorted(names)
@@ -131,7 +132,7 @@ def load_hosts(sources: Sequence[str], inv: Inventory, checked: preflight.Prefli
 def read_by(inv: Inventory, sources: Sequence[str], path: str) -> list[str] | None:
     """The hosts whose variables a group_vars/host_vars file is read into (None: a file of no entity, or all)."""
     path = os.path.abspath(path)
-    for base in {os.path.realpath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources if "," not in s}:
+    for base in {os.path.realpath(source_dir(s)) for s in paths_only(sources)}:
         for subdir in layout.VARS_DIRS:
             folder = os.path.join(base, subdir)
             if not path.startswith(folder + os.sep):

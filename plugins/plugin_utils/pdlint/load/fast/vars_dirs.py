@@ -10,6 +10,7 @@ import yaml
 from ...hostvars import is_relevant
 from ...paths import DisplayPaths
 from .. import compose, errors, layout
+from ..layout import source_dir
 from .files import YAML_EXT, Files, parse_json
 from .values import Unsupported, Var, check_tags, from_json, from_node, keyed_items, scalar
 
@@ -48,7 +49,7 @@ class VarsFiles:
     """host_group_vars: group_vars/<group> and host_vars/<host> beside each inventory source, cached."""
 
     def __init__(self, sources: Sequence[str], files: Files) -> None:
-        self.dirs = [os.path.realpath(s if os.path.isdir(s) else os.path.dirname(s)) for s in sources]
+        self.dirs = [os.path.realpath(source_dir(s)) for s in sources]
         self.files = files
         self.cache: dict[tuple[str, str], dict[str, Var]] = {}
         self.listings: dict[str, frozenset[str] | None] = {}

@@ -34,6 +34,7 @@ from .. import (
     unmatched_vars as vars_files,
 )
 from ..errors import LoadError, load_error
+from ..layout import absolute_sources, is_host_list, source_dir
 
 _LOOKUPS = ("lookup", "query", "q")
 
@@ -266,7 +267,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
     `checked` is the preflight a caller already ran over the same sources (its notes already taken).
     """
     # Absolute paths: ansible-core caches some path lookups across calls in one process.
-    sources = [s if "," in s else os.path.abspath(s) for s in sources]
+    sources = absolute_sources(sources)
     notes = notes if notes is not None else []
     if checked is None:
         try:
@@ -301,8 +302,8 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
             vault.secrets(password, loader)
             # Ansible also reads group_vars beside the "playbook directory", the loader's basedir ('.' by
             # default, cached by that relative name across calls): make it the inventory's own directory.
-            first = sources[0] if sources and "," not in sources[0] else os.getcwd()
-            loader.set_basedir(first if os.path.isdir(first) else os.path.dirname(first))
+            first = sources[0] if sources and not is_host_list(sources[0]) else os.getcwd()
+            loader.set_basedir(source_dir(first))
             inventory = InventoryManager(loader=loader, sources=list(sources))
             variables = VariableManager(loader=loader, inventory=inventory)
             notes.extend(groups.invalid_names([g.name for g in inventory.groups.values()], sources))
