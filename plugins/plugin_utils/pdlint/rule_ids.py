@@ -6,6 +6,8 @@ time). tests/test_config.py holds this list equal to rules.REGISTRY.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 IDS = frozenset((
     "connector[config]", "connector[out-of-tree]", "connector[unknown]", "deployment[connector]",
     "deployment[incomplete]", "deployment[role-conflict]", "engine-id[duplicate]", "env[ignored]", "gpu[count]",
@@ -18,3 +20,14 @@ IDS = frozenset((
     "tp-ratio[nixl]", "tp-ratio[p2p-nccl]", "tp[heads]", "tp[kv-heads]", "unresolved", "vllm-version[unknown]",
     "yaml[key-duplicates]",
 ))
+
+
+def family(rule_id: str) -> str:
+    """A rule id's family: `tp` for `tp[heads]`; an id without a detail is its own family."""
+    return rule_id.split("[", 1)[0]
+
+
+def named(rule_id: str, names: Iterable[str]) -> bool:
+    """Whether names (a select, ignore or pdlint_skip list) name rule_id itself or its family (`gpu`: `gpu[count]`)."""
+    names = set(names)
+    return rule_id in names or family(rule_id) in names

@@ -5,6 +5,7 @@ import sys
 from collections.abc import Sequence
 
 from ..config import value as configuration
+from ..rule_ids import family
 from ..rules import REGISTRY
 
 
@@ -21,7 +22,7 @@ def rules(ids: Sequence[str]) -> int:
         return 0
     for rule_id in ids:
         # a family (`gpu`) documents each of its rules
-        found = [r for r in REGISTRY.values() if rule_id in (r.id, r.id.split("[")[0])]
+        found = [r for r in REGISTRY.values() if rule_id in (r.id, family(r.id))]
         if not found:
             sys.stderr.write(f"pdlint: error: {configuration.unknown_rule(rule_id)}\n")
             return 2

@@ -10,6 +10,7 @@ from typing import Any
 from ..contract import VERSION_PATTERN
 from ..finding import SEVERITIES, Finding
 from ..rule_ids import IDS as REGISTRY
+from ..rule_ids import family
 
 KEYS = ("select", "ignore", "severity", "vllm_version", "strict")
 
@@ -34,7 +35,7 @@ _VERSION = re.compile(VERSION_PATTERN)  # what vllm/releases.py parses, without 
 
 
 def families() -> frozenset[str]:
-    return frozenset(rule_id.split("[")[0] for rule_id in REGISTRY)
+    return frozenset(family(rule_id) for rule_id in REGISTRY)
 
 
 def is_rule_name(name: str) -> bool:
@@ -45,7 +46,7 @@ def is_rule_name(name: str) -> bool:
 def _specificity(rule_id: str, names: Iterable[str]) -> int:
     """2 when names list the id itself, 1 when they list its family, else 0."""
     names = set(names)
-    return 2 if rule_id in names else 1 if rule_id.split("[")[0] in names else 0
+    return 2 if rule_id in names else 1 if family(rule_id) in names else 0
 
 
 def selected(rule_id: str, select: Collection[str] | None, ignore: Collection[str]) -> bool:
@@ -56,7 +57,7 @@ def selected(rule_id: str, select: Collection[str] | None, ignore: Collection[st
 
 def severity_for(rule_id: str, default: str, overrides: Mapping[str, str]) -> str:
     """The overridden severity of a rule: its own entry first, then its family's."""
-    return overrides.get(rule_id) or overrides.get(rule_id.split("[")[0]) or default
+    return overrides.get(rule_id) or overrides.get(family(rule_id)) or default
 
 
 def apply(findings: Iterable[Finding], config: Config) -> list[Finding]:

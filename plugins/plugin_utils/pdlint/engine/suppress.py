@@ -8,15 +8,10 @@ from collections.abc import Iterable, Sequence
 from ..config.value import families, is_rule_name
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
+from ..rule_ids import family, named
 from ..rules import REGISTRY
 
 UNUSED, UNKNOWN = "skip[unused]", "skip[unknown]"
-
-
-def named(rule_id: str, names: Iterable[str]) -> bool:
-    """True when names list the rule id or its family (`gpu` names `gpu[count]`)."""
-    names = set(names)
-    return rule_id in names or rule_id.split("[")[0] in names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +71,7 @@ def problems(findings: Sequence[Finding], marks: Sequence[Entry]) -> list[Findin
             out.append(Finding(origin, UNKNOWN, REGISTRY[UNKNOWN].severity,
                                f"pdlint_skip names {name!r}, which is no pdlint rule or rule family",
                                _near(name), where))
-        elif not used[(origin, name)] and name.split("[")[0] != "skip":
+        elif not used[(origin, name)] and family(name) != "skip":
             out.append(Finding(origin, UNUSED, REGISTRY[UNUSED].severity,
                                f"pdlint_skip entry {name!r} suppresses nothing: no {name} finding on "
                                f"{'this host' if len(where) == 1 else 'these hosts'}",

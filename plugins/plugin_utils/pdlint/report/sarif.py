@@ -11,6 +11,7 @@ from typing import Any
 from .. import __version__
 from ..finding import Finding
 from ..paths import relative_uri, source_root
+from ..rule_ids import family
 from ..rules import REGISTRY
 from ..rules.base import Rule
 
@@ -41,7 +42,7 @@ def descriptor(rule: Rule) -> dict[str, Any]:
         "help": {"text": rule.doc},
         "helpUri": RULES_HELP,
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
-        "properties": {"tags": ["pdlint", rule.id.split("[")[0]]},
+        "properties": {"tags": ["pdlint", family(rule.id)]},
     }
 
 
