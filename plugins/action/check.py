@@ -12,9 +12,12 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.pdlint.topology.plugins.modules.check import DOCUMENTATION
 
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import configfile, engine, report, requires
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config import files as configfile
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine import core as engine
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.report import reporters as report
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import requires
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.vllm import releases
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config import (
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config.value import (
     DEFAULT,
     Config,
     ConfigError,
@@ -22,7 +25,11 @@ from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config impo
     names,
 )
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.explain import compute, html
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import notes, roles, tagged
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import (
+    play_notes as notes,
+    role_conflicts as roles,
+    tagged,
+)
 
 _KEYS = ("type", "elements", "choices", "default", "required")
 # The argument spec is the module's DOCUMENTATION, written once.

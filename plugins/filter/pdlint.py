@@ -5,7 +5,9 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import engine, pairing, requires
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine import core as engine
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine import tp_pair as pairing
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import requires
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.vllm import moriio
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import tagged
 
@@ -33,13 +35,14 @@ def findings(hostvars: Any, hosts: list[str]) -> list[dict[str, Any]]:
 
 def explain(hostvars: Any, hosts: list[str], format: str = "json") -> Any:  # `format`: the CLI option name
     """pdlint explain's model of the hosts: the JSON model as data, or text/markdown/html as a string."""
-    from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.explain import as_json, command, compute
+    from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.explain import as_json, compute
+    from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.explain.formats import FORMATS
 
-    if format not in command.FORMATS:
-        raise AnsibleFilterError(f"pdlint.topology.explain: format must be one of {', '.join(sorted(command.FORMATS))}")
+    if format not in FORMATS:
+        raise AnsibleFilterError(f"pdlint.topology.explain: format must be one of {', '.join(sorted(FORMATS))}")
     found, topology = engine.run(tagged.from_play(hostvars, hosts))
     model = compute.explain(topology, found)
-    return as_json.as_dict(model) if format == "json" else command.FORMATS[format](model, False)
+    return as_json.as_dict(model) if format == "json" else FORMATS[format](model, False)
 
 
 class FilterModule:

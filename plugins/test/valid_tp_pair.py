@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import pairing
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine import tp_pair as pairing
 
 
 def valid_tp_pair(prefill_tp: int, decode_tp: int, connector: str = "moriio", num_kv_heads: int | None = None,

@@ -5,19 +5,15 @@ import argparse
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ..config import value as configuration
 from ..engine import core as engine
 from ..report import reporters as report
 from ..finding import Finding
-from ..explain import as_json, html, markdown, text
 from ..explain.compute import explain as compute
+from ..explain.formats import FORMATS
 from ..explain.model import Explanation
-
-# Every format: (model, colour) -> document. Only text colours, and only on a terminal.
-FORMATS: dict[str, Callable[[Explanation, bool], str]] = {
-    "text": text.render, "json": as_json.render, "markdown": markdown.render, "html": html.render}
 
 
 def _parser() -> argparse.ArgumentParser:
