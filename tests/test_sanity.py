@@ -39,7 +39,7 @@ CORE_PENDING = ("pep8", "pylint", "no-assert")
 PLUGINS = ["plugins/modules/", "plugins/action/", "plugins/filter/", "plugins/test/"]
 
 STAND_IN = '''\
-"""pdlint's stand-in for ansible-test's downloaded get-pip script (tests/test_sanity.py): the same packages, from PyPI."""
+"""pdlint's stand-in for ansible-test's get-pip script (tests/test_sanity.py): the same packages, from PyPI."""
 import subprocess
 import sys
 
@@ -161,7 +161,8 @@ def test_galaxy_metadata() -> None:
     runtime = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text(encoding="utf-8"))
     for key in ("repository", "documentation", "homepage", "issues"):
         assert str(galaxy.get(key, "")).startswith("https://"), key
-    assert galaxy["tags"] and all(re.fullmatch(r"[a-z0-9_]+", tag) for tag in galaxy["tags"]) and len(galaxy["tags"]) <= 20
+    tags = galaxy["tags"]
+    assert 0 < len(tags) <= 20 and all(re.fullmatch(r"[a-z0-9_]+", tag) for tag in tags), tags
     assert bool(galaxy.get("license")) != bool(galaxy.get("license_file"))  # Galaxy takes exactly one of the two
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     [core] = [dep for dep in project["dependencies"] if dep.startswith("ansible-core")]
