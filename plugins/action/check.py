@@ -67,7 +67,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        _, args = self.validate_argument_spec(argument_spec=_SPEC)
+        args = self.validate_argument_spec(argument_spec=_SPEC)[1]  # (validation result, validated args)
         problem = requires.missing()
         if problem:  # fail on every inventory, not only on the first that needs a schema message
             raise AnsibleActionFail(problem)

@@ -50,8 +50,16 @@ options:
     type: path
 attributes:
   check_mode:
+    description: Can run in check_mode and return the same findings; it only reads the play's variables.
     support: full
-author: pdlint developers
+  diff_mode:
+    description: Has no diff; it changes nothing.
+    support: none
+  platform:
+    description: Runs on the controller (an action plugin); the inventory hosts are never contacted.
+    platforms: all
+    support: full
+author: pdlint developers (@pdlint)
 """
 
 EXAMPLES = r"""
