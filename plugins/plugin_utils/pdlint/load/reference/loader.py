@@ -6,11 +6,9 @@ Jinja lookups are disabled unless the caller allows them.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ...finding import Finding, Origin
@@ -35,39 +33,10 @@ from .. import (
 )
 from ..errors import LoadError, load_error
 from ..layout import absolute_sources, is_host_list, source_dir
+from .errors import as_load_error, error_origin, failure, message_of
+from .patches import sandbox, winning_keys
 
 _LOOKUPS = ("lookup", "query", "q")
-
-
-
-
-def _error_origin(exc: BaseException) -> Origin:
-    """Best-effort file:line:col of an Ansible error."""
-    candidates: list[Any] = [getattr(exc, "obj", None), exc]
-    cause: BaseException | None = exc
-    while cause is not None:
-        candidates.append(getattr(cause, "obj", None))
-        candidates.append(cause)
-        cause = cause.__cause__ or cause.__context__
-    for item in candidates:
-        found = tagged.origin_of(item)
-        if found:
-            return found
-        mark = getattr(item, "problem_mark", None)
-        name = getattr(item, "source", None) or getattr(mark, "name", None)
-        if mark is not None and isinstance(name, str):
-            return Origin(display_path(name), mark.line + 1, mark.column + 1)
-    text = str(exc)
-    match = re.search(r"(?:Origin|source): ([^\s:]+):(\d+):(\d+)", text)
-    if match:
-        return Origin(display_path(match.group(1)), int(match.group(2)), int(match.group(3)))
-    return Origin()
-
-
-def _message(exc: BaseException) -> str:
-    text = getattr(exc, "message", None) or str(exc)
-    first = str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
-    return first
 
 
 def _renderer(loader: Any, variables: Any, allow_lookups: bool) -> tagged.Render:
@@ -91,69 +60,9 @@ def _renderer(loader: Any, variables: Any, allow_lookups: bool) -> tagged.Render
         try:
             return templar.template(value)
         except Exception as exc:  # noqa: BLE001 - any template failure is data, never a crash
-            return Unresolved(_message(exc))
+            return Unresolved(message_of(exc))
 
     return render
-
-
-def _sandbox() -> None:
-    """No Jinja extensions (they are Python imports) and Jinja's sandbox, whatever ansible.cfg says."""
-    from ansible._internal._templating import _jinja_common
-
-    _jinja_common._TemplateConfig.jinja_extensions = []
-    _jinja_common._TemplateConfig.sandbox_mode = _jinja_common._SandboxMode.DEFAULT
-
-
-_LAYERING = ("ansible.vars.manager", "ansible.vars.plugins", "ansible.inventory.helpers",
-             "ansible.plugins.vars.host_group_vars", "ansible.inventory.host", "ansible.inventory.group")
-
-
-@contextlib.contextmanager
-def _winning_keys() -> Iterator[None]:
-    """Variables layered so the key object of the layer that wins is kept.
-
-    ansible-core cannot tag null or a boolean with its origin, so pdlint points at the value's key; but
-    `a | b` keeps a's key object, which names the layer the value was overridden in, not the one it came from.
-    """
-    import importlib
-
-    from ansible import constants as C
-    from ansible.utils import vars as ansible_vars
-
-    original = ansible_vars.combine_vars
-
-    def combine(a: Any, b: Any, merge: Any = None) -> Any:
-        result = original(a, b, merge)
-        if not (merge or merge is None and C.DEFAULT_HASH_BEHAVIOUR == "merge"):
-            for key in b:  # re-insert under b's key object (dict assignment keeps the old key object)
-                value = result.pop(key)
-                result[key] = value
-        return result
-
-    from ansible.inventory.group import Group
-    from ansible.inventory.host import Host
-
-    def rekeyed(set_variable: Any) -> Any:
-        def set_it(self: Any, key: Any, value: Any) -> None:
-            old = self.vars.get(key)
-            if not (isinstance(old, Mapping) and isinstance(value, Mapping)):  # a repeated host or group line
-                self.vars.pop(key, None)
-            set_variable(self, key, value)
-        return set_it
-
-    modules = [importlib.import_module(name) for name in _LAYERING]
-    setters = {cls: cls.set_variable for cls in (Host, Group)}
-    for module in modules:
-        module.combine_vars = combine  # type: ignore[attr-defined]
-    for cls, setter in setters.items():
-        cls.set_variable = rekeyed(setter)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        for module in modules:
-            module.combine_vars = original  # type: ignore[attr-defined]
-        for cls, setter in setters.items():
-            cls.set_variable = setter  # type: ignore[method-assign]
 
 
 def _loader(skip: set[str], checked: preflight.Preflight) -> Any:
@@ -173,8 +82,10 @@ def _loader(skip: set[str], checked: preflight.Preflight) -> Any:
             except Exception as exc:
                 _check_vars_file(real, vars_files)
                 if real in vars_files:  # ansible-core's own error names no file (`!!int abc`): name it here
-                    origin = _error_origin(exc)
-                    raise LoadError(load_error(origin if origin.file else Origin(display_path(vars_files[real])), f"cannot load vars file: {_message(exc)}", "fix the value the error names")) from None
+                    origin = error_origin(exc)
+                    where = origin if origin.file else Origin(display_path(vars_files[real]))
+                    raise LoadError(load_error(where, f"cannot load vars file: {message_of(exc)}",
+                                               "fix the value the error names")) from None
                 raise
             if data and not isinstance(data, Mapping):
                 _check_vars_file(real, vars_files)
@@ -191,70 +102,6 @@ def _check_vars_file(real: str, vars_files: dict[str, str]) -> None:
     error = compose.vars_file_error(real, text, docs)
     if error is not None:
         raise LoadError(error)
-
-
-def _load_error(exc: BaseException) -> LoadError | None:
-    """A LoadError raised inside ansible-core (from the DataLoader above), wrapped by whatever called it."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, LoadError):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
-
-
-def _failure(exc: BaseException, warnings: list[Any], yaml_errors: Mapping[str, Finding]) -> Finding:
-    """The load-error for a failed load: the parser's own complaint rather than 'Completely failed'."""
-    origin = _error_origin(exc)
-    message = _message(exc)
-    if message.startswith("Completely failed to parse inventory source"):
-        failed = message.rsplit(" ", 1)[-1]
-        if failed in yaml_errors:  # named .yml but not YAML, and the INI plugin refused it too: the YAML error
-            return yaml_errors[failed]
-        causes = [w.event for w in warnings if "Failed to parse inventory with" in w.event.msg]
-        # The INI parser's complaint is the useful one for files without a YAML extension, else the YAML one.
-        source = message.rsplit(" ", 1)[-1]
-        want = "'yaml'" if source.endswith((".yml", ".yaml", ".json")) else "'ini'"
-        causes.sort(key=lambda event: want not in event.msg)
-        if causes:
-            chain, event = [], causes[0]
-            while event is not None:
-                chain.append(event.msg.strip().splitlines()[0] if event.msg.strip() else "")
-                event = event.chain.event if event.chain is not None else None
-            specific = [m for m in chain if m and not m.startswith(("Failed to parse inventory", "Failed to parse"))]
-            reason = specific[0] if specific else chain[-1]
-            message = f"cannot parse inventory: {reason}"
-            origin = _line_of(source, reason) or Origin(display_path(source))
-    return Finding(origin=origin, rule="load-error", severity="error", message=message)
-
-
-# What each of the INI plugin's errors quotes from the offending line.
-_QUOTED = (r"(?:got: |definition ')(.+?)'?(?::|$)", r"^Invalid host pattern '(.+?)' supplied",
-           r"includes undefined group '(.+)'\.$", r"^(Section \[[^\]]+\]) not valid", r"^(Section \[[^\]]+\]) has",
-           r"^Invalid section entry: '(.+?)'\.")
-
-
-def _line_of(source: str, message: str) -> Origin | None:
-    """The line an INI parse error quotes (ansible-core 2.19 drops the line number)."""
-    quoted = next((m for m in (re.search(p, message) for p in _QUOTED) if m), None)
-    if not quoted or not os.path.isfile(source):
-        return None
-    fragment = quoted.group(1).strip()
-    if fragment.startswith("Section ["):
-        fragment = fragment[len("Section "):]
-    exact = "undefined group" in message and "Section [" in message and "includes" in message
-    try:
-        with open(source, encoding="utf-8", errors="replace") as fh:
-            for number, text in enumerate(fh, 1):
-                if exact and text.split("#")[0].strip() != fragment:  # the child line, not its section
-                    continue
-                if fragment and fragment in text:
-                    return Origin(display_path(source), number, text.index(fragment) + 1)
-    except OSError:
-        return None
-    return None
 
 
 def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: bool = False,
@@ -287,17 +134,18 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
     C.INVENTORY_UNPARSED_WARNING = False
     if not allow_plugins:
         C.INVENTORY_ENABLED = os.environ["ANSIBLE_INVENTORY_ENABLED"].split(",")
-        _sandbox()
+        sandbox()
         late = safety.pinned_too_late()
         if late:  # an embedding program imported ansible-core first: its ansible.cfg may add plugins
-            raise LoadError(load_error(Origin(), f"ansible-core was configured before pdlint could pin {', '.join(late)}",
-                                    "call pdlint.load.safety.configure() before importing ansible"))
+            raise LoadError(load_error(Origin(), "ansible-core was configured before pdlint could pin "
+                                       f"{', '.join(late)}", "call pdlint.load.safety.configure() before importing "
+                                       "ansible"))
     password = vault.password_file(vault_password_file)
     skip = set() if password else {os.path.realpath(p) for p in checked.encrypted}
     notes.extend(vault.locked(p) for p in checked.encrypted if password is None)
     captured = DeferredWarningContext(variables={})
     try:
-        with captured, _winning_keys():
+        with captured, winning_keys():
             loader = _loader(skip, checked)
             vault.secrets(password, loader)
             # Ansible also reads group_vars beside the "playbook directory", the loader's basedir ('.' by
@@ -321,10 +169,10 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
                 notes.extend(roles.from_ansible(inventory, loader, list(sources), winner))
             return result
     except AnsibleError as exc:
-        inner = _load_error(exc)
+        inner = as_load_error(exc)
         if inner is not None:
             raise inner from None
-        raise LoadError(_failure(exc, captured.get_warnings(), checked.yaml_errors)) from exc
+        raise LoadError(failure(exc, captured.get_warnings(), checked.yaml_errors)) from exc
 
 
 def _sealed(hv: HostVars, encrypted: set[str]) -> HostVars:
