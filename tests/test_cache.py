@@ -153,6 +153,18 @@ def _directory(entry: Path) -> None:
     entry.mkdir()
 
 
+def _fifo(entry: Path) -> None:
+    # Opened as a file, a FIFO blocks until a writer comes: every later run would hang.
+    entry.unlink()
+    os.mkfifo(entry)
+
+
+def _zero_link(entry: Path) -> None:
+    # Followed, a link to /dev/zero reads zeros up to the size bound.
+    entry.unlink()
+    entry.symlink_to("/dev/zero")
+
+
 def _half_written(entry: Path) -> None:
     # What a writer that is not atomic would leave: the new magic and digests, the old payload cut short.
     _truncate(entry)
@@ -160,7 +172,7 @@ def _half_written(entry: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", [_corrupt, _truncate, _foreign, _other_key, _garbage, _empty, _directory,
-                                    _half_written])
+                                    _half_written, _fifo, _zero_link])
 def test_a_damaged_cache_is_ignored_and_rebuilt(damage, cached: Path, tmp_path: Path, capsys) -> None:
     inv = _inventory(tmp_path, {"a": 3, "b": 8})
     uncached = _run(inv, capsys, "--no-cache")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
+import stat
 import zlib
 from typing import Any
 
@@ -62,13 +63,32 @@ def name(*parts: Any) -> str:
     return hashlib.blake2b(marshal.dumps(parts), digest_size=20).hexdigest()
 
 
+def _entry_bytes(path: str) -> bytes | None:
+    """An entry's bytes, only from a regular file of at most _MAX_ENTRY bytes: a FIFO put in the cache would block
+    every later run on open, and a symlink to /dev/zero would be read to the bound (so neither is opened as a file:
+    no symlink is followed, and the open does not wait for a writer)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY:
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            return fh.read(_MAX_ENTRY + 1)
+    except OSError:
+        return None
+    finally:
+        if fd != -1:
+            os.close(fd)
+
+
 def read(key: str, folder: str | None = None) -> Any:
     """The entry stored under key, or None when absent or not an intact entry of this code."""
-    path = os.path.join(folder or directory(), key)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(_MAX_ENTRY + 1)
-    except OSError:
+    data = _entry_bytes(os.path.join(folder or directory(), key))
+    if data is None:
         return None
     head = len(_MAGIC) + 2 * _DIGEST
     if len(data) > _MAX_ENTRY or len(data) < head or not data.startswith(_MAGIC):
