@@ -9,7 +9,7 @@ from __future__ import annotations
 IDS = frozenset((
     "connector[config]", "connector[out-of-tree]", "connector[unknown]", "deployment[connector]",
     "deployment[incomplete]", "deployment[role-conflict]", "engine-id[duplicate]", "env[ignored]", "gpu[count]",
-    "gpu[overlap]", "gpu[oversubscribed]", "inventory[group-name]", "inventory[unmatched-vars]",
+    "gpu[overlap]", "gpu[oversubscribed]", "gpu[unused]", "inventory[group-name]", "inventory[unmatched-vars]",
     "kv-heads[moriio-replicated]", "kv-heads[nixl-prefill-replicated]", "kv-role[invalid]", "kv-role[missing]",
     "kv-role[moriio-explicit]", "kv-role[side]", "load-error", "model-facts", "nixl[side-channel-host]",
     "pd-mismatch[block-size]", "pd-mismatch[dtype]", "pd-mismatch[hma]", "pd-mismatch[kv-cache-dtype]",

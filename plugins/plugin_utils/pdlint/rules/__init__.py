@@ -34,7 +34,7 @@ CHECKS: tuple[Rule, ...] = (
     pd_mismatch.model, pd_mismatch.dtype, pd_mismatch.kv_cache_dtype, pd_mismatch.vllm_version,
     pd_mismatch.hma, pd_mismatch.block_size,
     network.engine_id, network.collision, network.http_mismatch, network.side_channel_host,
-    gpu.oversubscribed, gpu.overlap, gpu.count,
+    gpu.oversubscribed, gpu.overlap, gpu.count, gpu.unused,
     env.ignored,
 )
 
