@@ -24,8 +24,9 @@ LOADER_IDS = {"yaml[key-duplicates]", "inventory[group-name]",
 RELEASE_IDS = {"vllm-version[unknown]"}
 # Issue 17: an out-of-tree connector pdlint cannot see into (info).
 OUT_OF_TREE_IDS = {"connector[out-of-tree]"}
-# Issue 23: more GPUs listed than used (a warning, not gpu[count]).
-SHAPE_IDS = {"gpu[unused]"}
+# Issue 23: more GPUs listed than used (a warning), vLLM's DP / node checks, multi-node engine consistency.
+SHAPE_IDS = {"gpu[unused]", "parallel[dp-local]", "parallel[dp-rank]", "parallel[nnodes]", "parallel[node-rank]",
+             "multinode[nodes]", "multinode[shape]", "multinode[dp-ranks]"}
 
 
 def test_registry_has_every_design_rule() -> None:
