@@ -137,3 +137,23 @@ def test_start_rank_zero_means_infer_before_0_28() -> None:
 
     shape = pc.Shape(tp=8, dp=2, dp_local=1, dp_start=0, nnodes=2, node_rank=1)
     assert pc.dp_rank(R("0.27.1"), shape) == 1 and pc.dp_rank(R("0.28.0"), shape) == 0
+
+
+def _workers(hosts: Hosts) -> list[tuple[str, int]]:
+    from pdlint.explain.compute import explain
+    from pdlint.topology.build import build
+
+    built = [HostVars(n, {"vllm_pd_deployment": "dep", **{f"vllm_{k}": v for k, v in own.items()}})
+             for n, own in hosts.items()]
+    topo, _ = build(built)
+    view = explain(topo, [])
+    return sorted({(w.host, w.dp) for dep in view.deployments for e in dep.engines for w in e.workers})
+
+
+def test_explain_draws_only_the_dp_ranks_vllm_runs() -> None:
+    # Start rank 3 + local DP 2 of DP 4: vLLM asserts in the engine core of rank 4; explain shows ranks 3 only.
+    p = {**P, "data_parallel_size": 4, "data_parallel_size_local": 2, "data_parallel_start_rank": 3}
+    assert _workers({"p1": p, "d1": D}) == [("d1", 0), ("p1", 3)]
+    # Without --data-parallel-size-local vLLM ignores the start rank: the host runs DP ranks 0 .. DP - 1.
+    p = {**P, "data_parallel_size": 2, "data_parallel_start_rank": 1}
+    assert _workers({"p1": p, "d1": D}) == [("d1", 0), ("p1", 0), ("p1", 1)]

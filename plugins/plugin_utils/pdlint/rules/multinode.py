@@ -12,14 +12,13 @@ from collections.abc import Iterator
 from ..topology.types import Engine, Instance, Topology
 from ..vllm import parallel_config, registry
 from .base import Hit, hit, rule
-from .parallel import shape as flags
 
 _SHAPE = {  # Instance attribute -> (contract variable, what the message calls it)
     "tp": ("tensor_parallel_size", "TP"), "pp": ("pipeline_parallel_size", "PP"),
     "dp": ("data_parallel_size", "DP"), "nnodes": ("nnodes", "nnodes"), "model": ("model", "model"),
     "version": ("version", "vLLM version"), "connector": ("kv_connector", "kv_connector"),
-    "kv_role": ("kv_role", "kv_role"), "dtype": ("dtype", "dtype"), "kv_cache_dtype": ("kv_cache_dtype", "KV cache dtype"),
-    "block_size": ("block_size", "block size"),
+    "kv_role": ("kv_role", "kv_role"), "dtype": ("dtype", "dtype"),
+    "kv_cache_dtype": ("kv_cache_dtype", "KV cache dtype"), "block_size": ("block_size", "block size"),
     "disable_hma": ("disable_hybrid_kv_cache_manager", "hybrid KV cache manager flag"),
 }
 _RANKS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "data_parallel_size_local",
@@ -28,13 +27,6 @@ _RANKS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"
 
 def _ordered(engine: Engine) -> list[Instance]:
     return sorted(engine.instances, key=lambda i: (i.node_rank, i.host, i.index or 0))
-
-
-def _dp_ranks(inst: Instance) -> range:
-    """The DP ranks inst's `vllm serve` runs, as its release computes them (create_engine_config)."""
-    release = registry.release(inst)
-    start = parallel_config.dp_rank(release, flags(inst))
-    return range(start, start + parallel_config.local_dp(release, flags(inst)))
 
 
 def _multi(topo: Topology, *needs: str) -> Iterator[tuple[Engine, list[Instance]]]:
@@ -167,7 +159,8 @@ def dp_ranks(topo: Topology) -> Iterator[Hit]:
         owners: dict[tuple[int, int], Instance] = {}
         served: set[int] = set()
         for inst in insts:
-            ranks = [r for r in _dp_ranks(inst) if 0 <= r < lead.dp]  # others: parallel[dp-rank]
+            # Ranks outside 0 .. DP - 1 are parallel[dp-rank]'s to report.
+            ranks = [r for r in parallel_config.dp_ranks(registry.release(inst), inst) if 0 <= r < lead.dp]
             served.update(ranks)
             clash = sorted(r for r in ranks if owners.get((inst.node_rank, r), inst) is not inst)
             if clash:

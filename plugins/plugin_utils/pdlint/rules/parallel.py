@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology
+from ..topology.types import Topology
 from ..vllm import parallel_config, registry
 from .base import Hit, hit, rule
 
@@ -11,21 +11,12 @@ _FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size
            "data_parallel_start_rank", "nnodes", "node_rank", "version")
 
 
-def shape(inst: Instance) -> parallel_config.Shape:
-    """The flags the instance's `vllm serve` gets (None where the inventory leaves vLLM its default)."""
-    return parallel_config.Shape(
-        tp=inst.tp, pp=inst.pp, dp=inst.dp,
-        dp_local=inst.dp_local if "data_parallel_size_local" in inst.origins else None,
-        dp_start=inst.dp_start if "data_parallel_start_rank" in inst.origins else None,
-        nnodes=inst.nnodes, node_rank=inst.node_rank)
-
-
 def _hits(topo: Topology, rule_id: str, hint: str) -> Iterator[Hit]:
     for inst in topo.instances:
         if not inst.knows(*_FIELDS):
             continue
         release = registry.release(inst)
-        for found in parallel_config.violations(release, shape(inst)):
+        for found in parallel_config.violations(release, parallel_config.shape_of(inst)):
             if found.rule == rule_id:
                 yield hit(inst, found.fields, f"{found.message}: vLLM {release} refuses to start "
                           f"({found.source})", hint)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..topology.types import Instance
 from .history import history
 from .releases import Release, Timeline
 
@@ -75,6 +76,20 @@ class Shape:
     dp_start: int | None = None
     nnodes: int = 1
     node_rank: int = 0
+
+
+def shape_of(inst: Instance) -> Shape:
+    """The flags the instance's `vllm serve` gets (None where the inventory leaves vLLM its default)."""
+    return Shape(tp=inst.tp, pp=inst.pp, dp=inst.dp,
+                 dp_local=inst.dp_local if "data_parallel_size_local" in inst.origins else None,
+                 dp_start=inst.dp_start if "data_parallel_start_rank" in inst.origins else None,
+                 nnodes=inst.nnodes, node_rank=inst.node_rank)
+
+
+def dp_ranks(release: Release, inst: Instance) -> range:
+    """The DP ranks inst's `vllm serve` runs, as release computes them (EngineArgs.create_engine_config)."""
+    start = dp_rank(release, shape_of(inst))
+    return range(start, start + local_dp(release, shape_of(inst)))
 
 
 @dataclasses.dataclass(frozen=True)
