@@ -109,7 +109,8 @@ def _applied(hint: str, host_of: dict[str, str], own: str) -> list[dict[str, int
     text = hint.split(" (")[0].split(" on this line")[0]
     combos = re.findall(r"TP (\d+) with ((?:(?:prefill|decode) \S+ TP \d+(?: and )?)+)", text)
     if combos:
-        return [{own: int(tp), **{host_of[label]: int(n) for label, n in re.findall(r"(?:prefill|decode) (\S+) TP (\d+)", rest)}}
+        partner = r"(?:prefill|decode) (\S+) TP (\d+)"
+        return [{own: int(tp), **{host_of[label]: int(n) for label, n in re.findall(partner, rest)}}
                 for tp, rest in combos]
     found = re.match(r"use (decode |prefill )?TP ([0-9, or]+)$", text)
     if not found:
@@ -120,7 +121,8 @@ def _applied(hint: str, host_of: dict[str, str], own: str) -> list[dict[str, int
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(version=st.sampled_from(["0.11.0", "0.20.0", "0.32.0", "0.33.0"]), connector=st.sampled_from(["nixl", "mooncake"]),
+@given(version=st.sampled_from(["0.11.0", "0.20.0", "0.32.0", "0.33.0"]),
+       connector=st.sampled_from(["nixl", "mooncake"]),
        p=st.sampled_from([1, 2, 3, 4, 5, 6, 8]), d=st.sampled_from([1, 2, 3, 4, 5, 6, 8]),
        model=st.sampled_from(sorted(_MODELS)), gpus=st.sampled_from([4, 6, 8, 12, 16]),
        layout=st.sampled_from(["colocated", "shared", "apart"]))

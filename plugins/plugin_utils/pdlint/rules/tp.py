@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from ..vllm import parallel
 from ..topology.types import Instance, Topology
-from .base import Hit, hit, rule, words
+from .base import Hit, hit, rule
 from .pairs import tp_hint_for
 
 _FACT_VARS = {"heads": "vllm_model_num_attention_heads", "kv_heads": "vllm_model_num_kv_heads",

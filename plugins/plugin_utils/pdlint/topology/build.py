@@ -10,7 +10,7 @@ from ..finding import UNKNOWN, Finding, Origin
 from ..hostvars import HostVars, Unresolved
 from .types import Deployment, Engine, Instance, ModelFacts, Topology
 from ..contract import MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
-from .coerce import as_int, coerce, kv_config, unreadable_number  # noqa: F401 - kv_config: schema.check reads it here
+from .coerce import as_int, coerce, kv_config, unreadable_number  # kv_config: schema.check imports it from here
 
 _FIELDS = {  # contract name -> Instance attribute
     "pd_deployment": "deployment", "pd_role": "role", "model": "model", "version": "version",

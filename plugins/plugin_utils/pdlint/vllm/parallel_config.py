@@ -34,14 +34,14 @@ DP_RANK_RANGE: Timeline[bool] = history("parallel[dp-rank]", Timeline(
 START_RANK: Timeline[str] = history("parallel[dp-rank]", Timeline(
     "--data-parallel-start-rank as ParallelConfig.data_parallel_rank",
     ("0.8.5", "", "entrypoints/cli/serve.py run_headless", "the start rank only numbers headless engines"),
-    ("0.10.0", "or", _ARGS, "data_parallel_rank = start rank or 0 (or the rank inferred from the node rank, "
-                            "0.11.1 on), when --data-parallel-size-local is given"),
+    ("0.10.0", "or", _ARGS, ("data_parallel_rank = start rank or 0 (or the rank inferred from the node rank, "
+                             "0.11.1 on), when --data-parallel-size-local is given")),
     ("0.28.0", "given", _ARGS, "data_parallel_rank = the start rank when given (0 included), else inferred"),
 ))
 ENGINE_RANKS: Timeline[bool] = history("parallel[dp-rank]", Timeline(
     "start rank + local DP <= --data-parallel-size",
-    ("0.8.5", False, "v1/engine/core.py", "not read before 0.9.2"),
-    ("0.9.2", True, "v1/engine/core.py DPEngineCoreProc._init_data_parallel",
+    ("0.8.5", False, "v1/engine/core.py", "not read for 0.8.5"),
+    ("0.9.0", True, "v1/engine/core.py DPEngineCoreProc._init_data_parallel",
      "each local engine core asserts 0 <= local_dp_rank <= dp_rank < dp_size (dp_rank = start rank + i)"),
 ))
 NNODES: Timeline[bool] = history("parallel[nnodes]", history("parallel[node-rank]", Timeline(
