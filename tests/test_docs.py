@@ -24,10 +24,13 @@ LOADER_IDS = {"yaml[key-duplicates]", "inventory[group-name]",
 RELEASE_IDS = {"vllm-version[unknown]"}
 # Issue 17: an out-of-tree connector pdlint cannot see into (info).
 OUT_OF_TREE_IDS = {"connector[out-of-tree]"}
+# Issue 23: more GPUs listed than used (a warning), vLLM's DP / node checks, multi-node engine consistency.
+SHAPE_IDS = {"gpu[unused]", "parallel[dp-local]", "parallel[dp-rank]", "parallel[nnodes]", "parallel[node-rank]",
+             "multinode[nodes]", "multinode[shape]", "multinode[dp-ranks]"}
 
 
 def test_registry_has_every_design_rule() -> None:
-    assert set(REGISTRY) == DESIGN_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS
+    assert set(REGISTRY) == DESIGN_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS
 
 
 def test_check_functions_are_distinct() -> None:

@@ -9,12 +9,12 @@ from conftest import write_tree
 from pdlint.engine import core as engine
 from pdlint.load.reference import loader as reference
 
-# p1 asks for 2 GPUs with TP 1: one gpu[count] finding on p1 only.
+# p1 lists 1 GPU for PP 2: one gpu[count] finding on p1 only.
 BASE = """\
 all:
   vars: {vllm_pd_deployment: chat}
   hosts:
-    p1: {vllm_pd_role: prefill, vllm_env: {CUDA_VISIBLE_DEVICES: "0,1"}%s}
+    p1: {vllm_pd_role: prefill, vllm_pipeline_parallel_size: 2, vllm_env: {CUDA_VISIBLE_DEVICES: "0"}%s}
     d1: {vllm_pd_role: decode%s}
 """
 
@@ -89,7 +89,7 @@ def test_cli_counts_suppressed_and_lists_them_when_asked(tmp_path: Path, monkeyp
 
     assert main(["hosts.yml", "--show-suppressed"]) == 0
     out = capsys.readouterr().out
-    assert "hosts.yml:4:66: gpu[count] [suppressed] CUDA_VISIBLE_DEVICES" in out
+    assert "hosts.yml:4:98: gpu[count] [suppressed] CUDA_VISIBLE_DEVICES" in out
     assert "skip[unused] [warning] pdlint_skip entry 'port' suppresses nothing" in out
 
     assert main(["hosts.yml", "-f", "json"]) == 0

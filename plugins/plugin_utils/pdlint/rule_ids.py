@@ -11,9 +11,11 @@ from collections.abc import Iterable
 IDS = frozenset((
     "connector[config]", "connector[out-of-tree]", "connector[unknown]", "deployment[connector]",
     "deployment[incomplete]", "deployment[role-conflict]", "engine-id[duplicate]", "env[ignored]", "gpu[count]",
-    "gpu[overlap]", "gpu[oversubscribed]", "inventory[group-name]", "inventory[unmatched-vars]",
+    "gpu[overlap]", "gpu[oversubscribed]", "gpu[unused]", "inventory[group-name]", "inventory[unmatched-vars]",
     "kv-heads[moriio-replicated]", "kv-heads[nixl-prefill-replicated]", "kv-role[invalid]", "kv-role[missing]",
-    "kv-role[moriio-explicit]", "kv-role[side]", "load-error", "model-facts", "nixl[side-channel-host]",
+    "kv-role[moriio-explicit]", "kv-role[side]", "load-error", "model-facts", "multinode[dp-ranks]",
+    "multinode[nodes]", "multinode[shape]", "nixl[side-channel-host]", "parallel[dp-local]", "parallel[dp-rank]",
+    "parallel[nnodes]", "parallel[node-rank]",
     "pd-mismatch[block-size]", "pd-mismatch[dtype]", "pd-mismatch[hma]", "pd-mismatch[kv-cache-dtype]",
     "pd-mismatch[model]", "pd-mismatch[vllm-version]", "port[collision]", "port[http-mismatch]", "schema",
     "skip[unknown]", "skip[unused]", "tp-ratio[mooncake]", "tp-ratio[moriio-write]", "tp-ratio[moriio]",

@@ -9,7 +9,8 @@ from ..vllm.releases import KNOWN
 SAME_IN_EVERY_RELEASE = frozenset((
     "schema", "load-error", "unresolved", "yaml[key-duplicates]", "inventory[group-name]", "skip[unused]",
     "skip[unknown]", "model-facts", "vllm-version[unknown]", "inventory[unmatched-vars]", "deployment[role-conflict]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
-    "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]",
+    "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]", "gpu[unused]", "multinode[shape]",
+    "multinode[nodes]", "multinode[dp-ranks]",
 ))
 # Rules bound to connectors whose behaviour did not change while the connector existed (read in every release).
 SAME_WHILE_REGISTERED = {

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from ..finding import Finding
 from ..rules.pairs import checked
 from ..topology.types import Deployment, Engine, Topology
-from ..vllm import moriio, nixl, parallel, ports, ranks, registry
+from ..vllm import moriio, nixl, parallel, parallel_config, ports, ranks, registry
 from ..vllm import pair as vpair
 from ..vllm.releases import DEFAULT, resolve
 from .model import DeploymentView, EngineView, Explanation, Link, PairView, Port, Worker
@@ -74,9 +74,11 @@ def _engine(e: Engine, findings: tuple[Finding, ...]) -> EngineView:
     workers = []
     for inst in sorted(e.instances, key=lambda i: (i.node_rank, i.host)):
         visible = parallel.visible_devices(inst.env) if inst.knows("env.CUDA_VISIBLE_DEVICES") else None
+        start = parallel_config.dp_ranks(registry.release(inst), inst).start  # as vLLM numbers them
         for dp, pp, tp, gpu in parallel.rank_devices(inst.tp, inst.pp, inst.dp_local, inst.nnodes, inst.node_rank,
                                                      visible):
-            workers.append(Worker(inst.host, inst.node, inst.dp_start + dp, pp, tp, gpu))
+            if start + dp < lead.dp:  # a rank past the engine's DP is parallel[dp-rank]'s finding, not a worker
+                workers.append(Worker(inst.host, inst.node, start + dp, pp, tp, gpu))
     binds = tuple(Port(inst.host, b.port, b.what, inst.label) for inst in e.instances for b in ports.binds(inst))
     return EngineView(lead.instance_id, lead.role, _release(lead.version), registry.canonical(lead.connector),
                       lead.tp, lead.pp, lead.dp, lead.nnodes, e.hosts, tuple(workers), binds, findings)

@@ -8,7 +8,9 @@ from . import (
     gpu,
     kv_heads,
     kv_role,
+    multinode,
     network,
+    parallel,
     pd_mismatch,
     skip,
     stages,
@@ -34,7 +36,9 @@ CHECKS: tuple[Rule, ...] = (
     pd_mismatch.model, pd_mismatch.dtype, pd_mismatch.kv_cache_dtype, pd_mismatch.vllm_version,
     pd_mismatch.hma, pd_mismatch.block_size,
     network.engine_id, network.collision, network.http_mismatch, network.side_channel_host,
-    gpu.oversubscribed, gpu.overlap, gpu.count,
+    parallel.dp_local, parallel.dp_rank, parallel.nnodes, parallel.node_rank,
+    multinode.nodes, multinode.shape, multinode.dp_ranks,
+    gpu.oversubscribed, gpu.overlap, gpu.count, gpu.unused,
     env.ignored,
 )
 

@@ -101,9 +101,28 @@ def overlap(topo: Topology) -> Iterator[Hit]:
                 owners.setdefault(d, inst)
 
 
+def _device_counts(topo: Topology) -> Iterator[tuple[Instance, int]]:
+    """(instance, GPUs its CUDA_VISIBLE_DEVICES lists) where that list and the instance's size are known."""
+    for inst in topo.instances:
+        devices = _devices(inst)
+        if devices is not None and inst.knows("tensor_parallel_size", "pipeline_parallel_size",
+                                              "data_parallel_size_local", "nnodes"):
+            yield inst, len(devices)
+
+
+def _uses(inst: Instance) -> str:
+    return (f"{inst.gpus_per_node} (TP {inst.tp} x PP {inst.pp} x local DP {inst.dp_local}"
+            + (f" / {inst.nnodes} nodes)" if inst.nnodes > 1 else ")"))
+
+
 @rule("gpu[count]")
 def count(topo: Topology) -> Iterator[Hit]:
-    """CUDA_VISIBLE_DEVICES lists a different number of GPUs than the instance uses (TP x PP x local DP / nnodes).
+    """CUDA_VISIBLE_DEVICES lists fewer GPUs than the instance uses (TP x PP x local DP / nnodes).
+
+    Worker rank r of local DP engine i takes visible device i x (TP x PP) + r (v1/worker/gpu_worker.py
+    Worker.init_device, v1/engine/utils.py get_physical_gpu_ids_for_local_dp_rank, every release pdlint
+    knows): a rank past the end of the list has no device and the engine fails at startup. A longer list
+    is gpu[unused] (a warning): vLLM starts and leaves the extra GPUs idle.
 
     PASS:
 
@@ -121,12 +140,38 @@ def count(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4, vllm_env: {CUDA_VISIBLE_DEVICES: "0,1"}}
             d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 2, vllm_env: {CUDA_VISIBLE_DEVICES: "0,1"}}
     """
-    for inst in topo.instances:
-        devices = _devices(inst)
-        if devices is None or not inst.knows("tensor_parallel_size", "pipeline_parallel_size"):
-            continue
-        if len(devices) != inst.gpus_per_node:
-            yield hit(inst, (_CVD,), f"CUDA_VISIBLE_DEVICES lists {len(devices)} GPUs but the instance uses "
-                      f"{inst.gpus_per_node} (TP {inst.tp} x PP {inst.pp} x local DP {inst.dp_local}"
-                      + (f" / {inst.nnodes} nodes)" if inst.nnodes > 1 else ")"),
-                      f"list exactly {inst.gpus_per_node} GPUs")
+    for inst, listed in _device_counts(topo):
+        if listed < inst.gpus_per_node:
+            yield hit(inst, (_CVD,), f"CUDA_VISIBLE_DEVICES lists {listed} GPUs but the instance uses {_uses(inst)}",
+                      f"list at least {inst.gpus_per_node} GPUs")
+
+
+@rule("gpu[unused]", "warning")
+def unused(topo: Topology) -> Iterator[Hit]:
+    """CUDA_VISIBLE_DEVICES lists more GPUs than the instance uses: vLLM starts and leaves the rest idle.
+
+    Workers take the first TP x PP x local DP / nnodes visible devices (v1/worker/gpu_worker.py
+    Worker.init_device uses cuda:local_rank); the others stay unused by this engine, which is legal
+    but usually a copy-paste slip (another engine on the node may have been meant to get them).
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 2, vllm_env: {CUDA_VISIBLE_DEVICES: "0,1"}}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 2, vllm_env: {CUDA_VISIBLE_DEVICES: "0,1"}}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 2, vllm_env: {CUDA_VISIBLE_DEVICES: "0,1,2,3"}}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 2, vllm_env: {CUDA_VISIBLE_DEVICES: "0,1"}}
+    """
+    for inst, listed in _device_counts(topo):
+        if listed > inst.gpus_per_node:
+            yield hit(inst, (_CVD,), f"CUDA_VISIBLE_DEVICES lists {listed} GPUs but the instance uses only "
+                      f"{_uses(inst)}; {listed - inst.gpus_per_node} stay idle",
+                      f"list exactly {inst.gpus_per_node} GPUs, or raise TP/PP/DP to use them")

@@ -8,7 +8,7 @@ from ..vllm import composite, view
 from ..vllm import pair as vpair
 from ..vllm import registry as connectors
 from .base import Hit, hit
-from .hints import candidates, tp_hint
+from .hints import Link, Nodes, joint_hint, tp_hint
 
 Pair = tuple[Engine, Engine, Instance, Instance]
 _per_topology: tuple[Topology, dict[object, object]] | None = None
@@ -88,22 +88,31 @@ def problem_hits(topo: Topology, rule_id: str) -> Iterator[Hit]:
             if problem.rule != rule_id:
                 continue
             where = p if problem.side == "prefill" else d
-            hint = problem.hint if problem.hint is not None or not problem.tp_fix else tp_hint(p, d, sp, sd)
+            hint = (problem.hint if problem.hint is not None or not problem.tp_fix
+                    else tp_hint(nodes(topo), p, d, sp, sd))
             yield hit(where, problem.fields, problem.message, hint, also=(p, d))
 
 
-def paired_tp(topo: Topology, inst: Instance) -> set[int] | None:
-    """TP sizes for inst's engine that pass its own checks and every pair it is in (None: in no checked pair)."""
+def nodes(topo: Topology) -> Nodes:
+    """Each node's GPUs and their use, for hints (once per topology)."""
+    memo = _memo(topo)
+    if "nodes" not in memo:
+        memo["nodes"] = Nodes(topo)
+    return memo["nodes"]  # type: ignore[return-value]
+
+
+def tp_hint_for(topo: Topology, inst: Instance) -> str | None:
+    """"use TP ..." for inst's engine: sizes that pass its own checks, its nodes and every pair it is in."""
     memo = _memo(topo)
     if "by-instance" not in memo:  # each instance's engine in every checked pair, indexed once per topology
-        index: dict[int, list[tuple[Engine, vpair.Side, vpair.Side]]] = {}
+        index: dict[int, tuple[Engine, vpair.Side, list[Link]]] = {}
         for p, d, sp, sd, _ in checked(topo):
-            for engine, side, other in ((p, sp, sd), (d, sd, sp)):
+            for engine, side, partner, other in ((p, sp, d, sd), (d, sd, p, sp)):
                 for i in engine.instances:  # by identity: Instance equality compares every field
-                    index.setdefault(id(i), []).append((engine, side, other))
+                    index.setdefault(id(i), (engine, side, []))[2].append((side, partner, other))
         memo["by-instance"] = index
-    found: set[int] | None = None
-    for engine, side, other in memo["by-instance"].get(id(inst), ()):  # type: ignore[attr-defined]
-        ok = candidates(engine, side, other)
-        found = set(ok) if found is None else found & ok
-    return found
+    found = memo["by-instance"].get(id(inst))  # type: ignore[attr-defined]
+    if found is None:  # in no checked pair: the engine alone
+        engine = next((e for e in topo.engines() if any(i is inst for i in e.instances)), Engine((inst,)))
+        found = (engine, vpair.Side.of(engine.lead), [])
+    return joint_hint(nodes(topo), *found)

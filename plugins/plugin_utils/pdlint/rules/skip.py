@@ -21,7 +21,8 @@ def unused(_topo: Topology) -> Iterator[Hit]:
         all:
           vars: {vllm_pd_deployment: chat}
           hosts:
-            p1: {vllm_pd_role: prefill, vllm_env: {CUDA_VISIBLE_DEVICES: "0,1"}, pdlint_skip: ["gpu[count]"]}
+            p1: {vllm_pd_role: prefill, vllm_pipeline_parallel_size: 2, vllm_env: {CUDA_VISIBLE_DEVICES: "0"},
+                 pdlint_skip: ["gpu[count]"]}
             d1: {vllm_pd_role: decode}
 
     FAIL:

@@ -5,23 +5,11 @@ from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology
 from ..vllm import parallel
-from ..vllm.registry import nearest
-from .base import Hit, hit, rule, words
-from .pairs import paired_tp
+from .base import Hit, hit, rule
+from .pairs import tp_hint_for
 
 _FACT_VARS = {"heads": "vllm_model_num_attention_heads", "kv_heads": "vllm_model_num_kv_heads",
               "mla": "vllm_model_is_mla"}
-
-
-def _divisors_near(total: int, near: int) -> list[int]:
-    return nearest([n for n in range(1, total + 1) if total % n == 0], near)
-
-
-def _hint(topo: Topology, inst: Instance, alone: list[int]) -> str | None:
-    """TP sizes that also pass every P/D pair the instance is in (its release's checks); alone otherwise."""
-    paired = paired_tp(topo, inst)
-    near = alone if paired is None else nearest(sorted(paired), inst.tp)
-    return f"use TP {words(near)}" if near else None
 
 
 @rule("tp[heads]")
@@ -52,7 +40,7 @@ def heads(topo: Topology) -> Iterator[Hit]:
         if total and inst.knows("tensor_parallel_size") and total % inst.tp:
             yield hit(inst, ("tensor_parallel_size",),
                       f"{inst.facts.heads} attention heads are not divisible by TP {inst.tp}",
-                      _hint(topo, inst, _divisors_near(total, inst.tp)))
+                      tp_hint_for(topo, inst))
 
 
 @rule("tp[kv-heads]")
@@ -90,11 +78,8 @@ def kv_heads(topo: Topology) -> Iterator[Hit]:
         if (k and inst.facts.mla is False and inst.knows("tensor_parallel_size")
                 and not parallel.kv_split_ok(inst.tp, k, False)):
             how = "replicate" if inst.tp >= k else "split"
-            valid = [n for n in range(1, 2 * max(k, inst.tp) + 1)
-                     if parallel.kv_split_ok(n, k, False) and parallel.heads_ok(n, inst.facts.heads)]
             yield hit(inst, ("tensor_parallel_size",),
-                      f"TP {inst.tp} cannot {how} the model's {k} KV heads evenly",
-                      _hint(topo, inst, nearest(valid, inst.tp)))
+                      f"TP {inst.tp} cannot {how} the model's {k} KV heads evenly", tp_hint_for(topo, inst))
 
 
 def _missing(inst: Instance) -> list[str]:

@@ -1,16 +1,15 @@
 """Turn resolved host variables into a Topology (plus findings about values it cannot use)."""
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .. import NEWEST_VLLM
-from ..contract import BY_NAME, INT_FIELDS, MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
+from ..contract import MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
 from ..finding import UNKNOWN, Finding, Origin
 from ..hostvars import HostVars, Unresolved
 from . import facts
+from .coerce import as_int, coerce, kv_config, unreadable_number  # noqa: F401 - kv_config: schema.check imports it from here
 from .types import Deployment, Engine, Instance, ModelFacts, Topology
 
 _FIELDS = {  # contract name -> Instance attribute
@@ -63,53 +62,6 @@ class _Source:
         return self.hv.origin(*where, *sub) if where else Origin()
 
 
-_INT_TEXT = re.compile(r"\s*([0-9]+)\s*", re.ASCII)  # digits, as the schema's string pattern takes them
-
-
-def _int(value: Any, bounds: tuple[int, int | None] | None = None) -> int | None:
-    """value as vLLM's int() would read it, within the schema's bounds; None when the schema rejects it.
-
-    Rules only ever see values the schema accepts: a TP of 0 never reaches `heads % tp`.
-    """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        match = _INT_TEXT.fullmatch(value)
-        digits = match.group(1).lstrip("0") or "0" if match else ""
-        if not digits or len(digits) > 20:  # no bound is that long; int() refuses 4,300 digits
-            return None
-        value = int(digits)
-    if not isinstance(value, int):
-        return None
-    low, high = bounds or (0, None)
-    return value if low <= value and (high is None or value <= high) else None
-
-
-_BOUNDS = {name: int_bounds(BY_NAME[name].schema) for name in INT_FIELDS}
-
-
-def _coerce(name: str, value: Any) -> tuple[Any, bool]:
-    """(value, usable); unusable values are the schema rule's to report."""
-    if name in INT_FIELDS:
-        number = _int(value, _BOUNDS[name])
-        return number, number is not None
-    if name == "disable_hybrid_kv_cache_manager" or name in ("model_is_mla", "model_has_ssm"):
-        return value, isinstance(value, bool)
-    return value, isinstance(value, str) and value != ""
-
-
-def kv_config(value: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """--kv-transfer-config as a dict: (config, error)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            return None, f"is not valid JSON ({exc})"
-    if not isinstance(value, dict):
-        return None, f"must be a mapping or a JSON object string, not {type(value).__name__}"
-    return value, None
-
-
 def _unresolved(src: _Source, name: str, why: str, origin: Origin | None) -> Finding:
     return Finding(
         origin=origin or Origin(), rule="unresolved", severity="warning",
@@ -145,7 +97,7 @@ def _instance(src: _Source, problems: list[Finding]) -> Instance | None:
             unresolved.add(name)
             problems.append(_unresolved(src, name, value.reason, origin))
             continue
-        value, usable = _coerce(name, value)
+        value, usable = coerce(name, value)
         if not usable:
             unresolved.add(name)  # reported by the schema rule
         elif name in _FIELDS:
@@ -225,7 +177,7 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
             unresolved.add(key)
             problems.append(_unresolved(src, f"kv_transfer_config.{key}", value.reason, origins[key]))
         elif key == "kv_port":
-            number = _int(value, int_bounds(PORT))
+            number = as_int(value, int_bounds(PORT))
             fields[attr] = number
             if number is None:
                 unresolved.add(key)
@@ -243,17 +195,6 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
             fields[attr] = value
 
 
-def _unreadable_number(text: str) -> bool:
-    """Digits that int() cannot read (superscripts, over 4,300 digits): vLLM's int() of the variable fails too."""
-    if not text.strip().isdigit():
-        return False
-    try:
-        int(text)
-    except ValueError:
-        return True
-    return False
-
-
 def _env(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unresolved: set[str],
          problems: list[Finding]) -> None:
     raw, origin = src.get("env")
@@ -264,7 +205,7 @@ def _env(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unres
         origins[f"env.{key}"] = src.origin_in("env", str(key))
         if isinstance(value, Unresolved):
             unresolved.add(f"env.{key}")
-        elif isinstance(value, str) and _unreadable_number(value):
+        elif isinstance(value, str) and unreadable_number(value):
             unresolved.add(f"env.{key}")
             problems.append(Finding(
                 origin=origins[f"env.{key}"], rule="schema", severity="error",
