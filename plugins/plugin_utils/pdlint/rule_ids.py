@@ -13,7 +13,7 @@ IDS = frozenset((
     "kv-heads[moriio-replicated]", "kv-heads[nixl-prefill-replicated]", "kv-role[invalid]", "kv-role[missing]",
     "kv-role[moriio-explicit]", "kv-role[side]", "load-error", "model-facts", "nixl[side-channel-host]",
     "pd-mismatch[block-size]", "pd-mismatch[dtype]", "pd-mismatch[hma]", "pd-mismatch[kv-cache-dtype]",
-    "pd-mismatch[model]", "pd-mismatch[vllm-version]", "port[collision]", "port[http-mismatch]", "schema",
+    "pd-mismatch[kv-cache-layout]", "pd-mismatch[model]", "pd-mismatch[vllm-version]", "port[collision]", "port[http-mismatch]", "schema",
     "skip[unknown]", "skip[unused]", "tp-ratio[mooncake]", "tp-ratio[moriio-write]", "tp-ratio[moriio]",
     "tp-ratio[nixl]", "tp-ratio[p2p-nccl]", "tp[heads]", "tp[kv-heads]", "unresolved", "vllm-version[unknown]",
     "yaml[key-duplicates]",

@@ -1,7 +1,7 @@
 """pd-mismatch[*] for what NIXL's compatibility hash compares (model, dtype, kv-cache-dtype, vllm-version, hma).
 
 The same model, dtype and kv-cache-dtype differences are reported for every paired connector (a different
-KV cache layout); what NIXL's handshake hashes is vllm/nixl_channel.py HASHED. Block sizes: pd_mismatch_blocks.py.
+KV cache layout); what NIXL's handshake hashes is vllm/nixl_channel.py HASHED. Block sizes: pd_mismatch_layout.py.
 """
 from __future__ import annotations
 

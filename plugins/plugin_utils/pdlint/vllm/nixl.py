@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from . import nixl_pp
+from . import nixl_layout, nixl_pp
 from .history import history
 from .pair import Problem, Side, family
 from .parallel import tp_ratio_ok
@@ -104,12 +104,13 @@ def checker(p: Side, d: Side) -> Side:
 
 @family("nixl")
 def pair(p: Side, d: Side) -> Iterator[Problem]:
-    """Every problem the pair has in its release (TP pairing, GQA split, replication, PP, block sizes)."""
+    """Every problem the pair has in its release (TP pairing, GQA split, replication, PP, block sizes, layout)."""
     yield from tp_ratio(p, d)
     yield from gqa_split(p, d)
     yield from replication(p, d)
     yield from nixl_pp.pipeline(p, d)
     yield from block_size(p, d)
+    yield from nixl_layout.problems(p, d, checker(p, d))
 
 
 def tp_ratio(p: Side, d: Side) -> Iterator[Problem]:
