@@ -70,6 +70,7 @@ def kv_cache_layout(topo: Topology) -> Iterator[Hit]:
         all:
           vars:
             vllm_pd_deployment: chat
+            vllm_model: meta-llama/Llama-3.1-8B-Instruct
             vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
           hosts:
             p1: {vllm_pd_role: prefill, vllm_env: {VLLM_KV_CACHE_LAYOUT: HND}}
@@ -80,6 +81,7 @@ def kv_cache_layout(topo: Topology) -> Iterator[Hit]:
         all:
           vars:
             vllm_pd_deployment: chat
+            vllm_model: meta-llama/Llama-3.1-8B-Instruct
             vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
           hosts:
             p1: {vllm_pd_role: prefill, vllm_env: {VLLM_KV_CACHE_LAYOUT: NHD}}
