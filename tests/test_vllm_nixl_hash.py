@@ -20,15 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import vllm_source
 from packaging.version import Version
-
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.topology.build import build
 from pdlint.vllm import nixl_channel
 from pdlint.vllm.releases import KNOWN, R, Release, resolve
-
-import vllm_source
 
 RELEASES = [r for r in KNOWN if r >= R("0.9.0")]
 ROOTS = vllm_source.roots(RELEASES)
@@ -48,7 +46,7 @@ def _hash_file(root: Path) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compute(root: Path) -> Any:
     """The release's compute_nixl_compatibility_hash (None before 0.13.0), ready to call without torch."""
     rel = _hash_file(root)
@@ -67,7 +65,7 @@ def _compute(root: Path) -> Any:
         "compute_nixl_compatibility_hash"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hash_factors(root: Path) -> Any:
     return vllm_source.lift(root, "vllm/config/utils.py", {"hash_factors"},
                             env={"hashlib": hashlib, "json": json})["hash_factors"]

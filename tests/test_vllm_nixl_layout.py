@@ -14,7 +14,6 @@ import functools
 import itertools
 
 import pytest
-
 import test_vllm_nixl as base
 from pdlint.vllm import pair as vpair
 from pdlint.vllm.releases import R, Release
@@ -27,7 +26,7 @@ def _stored(release: Release, value: str) -> str:
     return _aliases(release).get(value, value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _aliases(release: Release) -> dict[str, str]:
     cache = base.ROOTS[release] / "vllm/config/cache.py"  # type: ignore[operator]
     text = cache.read_text(encoding="utf-8") if cache.exists() else ""
@@ -39,7 +38,7 @@ def _aliases(release: Release) -> dict[str, str]:
     return dict(ast.literal_eval(node.value))  # type: ignore[arg-type]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _choices(release: Release) -> list[str]:
     envs = (base.ROOTS[release] / "vllm/envs.py").read_text(encoding="utf-8")  # type: ignore[operator]
     return ["NHD", "HND", "LBHNC", "LHBNC", "BLHNC", "BHLNC"] if '"LBNHC"' in envs else ["NHD", "HND"]

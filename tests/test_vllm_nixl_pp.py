@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
+import vllm_source
 from pdlint.hostvars import HostVars
 from pdlint.topology.build import build
 from pdlint.vllm import pair as vpair
 from pdlint.vllm.registry import registered
 from pdlint.vllm.releases import KNOWN, R, Release
-
-import vllm_source
 
 RELEASES = [r for r in KNOWN if r >= R("0.9.0")]  # 0.8.5 has no NIXL
 ROOTS = vllm_source.roots(RELEASES)
@@ -69,7 +67,7 @@ def _class_attr(cls: ast.ClassDef | None, name: str) -> Any:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pp_check(root: Path) -> Any:
     """fn(self, vllm_config, kv_cache_config): the PP statements of the release's __init__ (None: no PP check)."""
     base = _class(root, "base_worker.py", "NixlBaseConnectorWorker")
@@ -80,11 +78,7 @@ def _pp_check(root: Path) -> Any:
     for stmt in init.body:
         text = ast.unparse(stmt)
         if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) in (
-                "self.pp_size", "self._is_hma_required", "self._has_mamba"):
-            keep.append(stmt)
-        elif isinstance(stmt, ast.If) and "self.pp_size > 1" in ast.unparse(stmt.test):
-            keep.append(stmt)
-        elif isinstance(stmt, ast.If) and "self.pp_size > 1" in text and "NotImplementedError" in text:
+                "self.pp_size", "self._is_hma_required", "self._has_mamba") or isinstance(stmt, ast.If) and "self.pp_size > 1" in ast.unparse(stmt.test) or isinstance(stmt, ast.If) and "self.pp_size > 1" in text and "NotImplementedError" in text:
             keep.append(stmt)
     if not any(isinstance(s, ast.If) for s in keep):
         return None
@@ -97,7 +91,7 @@ def _pp_check(root: Path) -> Any:
     return namespace["check"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _supports_pp_hma(root: Path, mode: str) -> bool:
     own = _class_attr(_class(root, *WORKER_CLASS[mode]), "_supports_pp_hma")
     base = _class_attr(_class(root, "base_worker.py", "NixlBaseConnectorWorker"), "_supports_pp_hma")

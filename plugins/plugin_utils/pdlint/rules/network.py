@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..vllm import composite, registry as connectors, view
 from ..topology.types import Instance, Topology
+from ..vllm import composite, view
+from ..vllm import registry as connectors
 from ..vllm.ports import Bind, binds
 from .base import Hit, hit, rule
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..topology.types import Instance, Topology
+from ..vllm import composite, nixl_channel, view
+
 # the rule below is called hma
 from ..vllm import hma as hybrid
-from ..vllm import composite, nixl_channel, view
 from ..vllm import registry as connectors
-from ..topology.types import Instance, Topology
 from .base import Hit, hit, rule
 from .pairs import pairs
 
