@@ -27,10 +27,12 @@ OUT_OF_TREE_IDS = {"connector[out-of-tree]"}
 # Issue 23: more GPUs listed than used (a warning), vLLM's DP / node checks, multi-node engine consistency.
 SHAPE_IDS = {"gpu[unused]", "parallel[dp-local]", "parallel[dp-rank]", "parallel[nnodes]", "parallel[node-rank]",
              "multinode[nodes]", "multinode[shape]", "multinode[dp-ranks]"}
+# Issue 23 item 11: VLLM_KV_CACHE_LAYOUT set differently on the two sides.
+LAYOUT_IDS = {"pd-mismatch[kv-cache-layout]"}
 
 
 def test_registry_has_every_design_rule() -> None:
-    assert set(REGISTRY) == DESIGN_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS
+    assert set(REGISTRY) == DESIGN_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS | LAYOUT_IDS
 
 
 def test_check_functions_are_distinct() -> None:

@@ -433,7 +433,9 @@ def test_hash_factors(release: Release) -> None:
     ("0.13.0", "0.12.0", {}, True),  # payload the 0.12.0 decode cannot decode
     ("0.32.0", "0.31.0", {}, True),
     ("0.32.0", "0.31.0", {"enforce_handshake_compat": False}, False),
-    ("0.32.0", "0.32.0.post1", {}, False),  # same release
+    ("0.32.0", "0.32.0.post1", {}, True),  # same release, but vllm.__version__ is hashed verbatim
+    ("0.32.0", "v0.32.0", {}, False),  # the same __version__
+    ("0.12.0", "0.12.0.post1", {}, False),  # no hash before 0.13.0
 ])
 def test_version_mismatch(pv: str, dv: str, extra: dict[str, Any], fires: bool) -> None:
     config = {**NIXL, "kv_connector_extra_config": extra}

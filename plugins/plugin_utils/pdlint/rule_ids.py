@@ -17,7 +17,7 @@ IDS = frozenset((
     "multinode[nodes]", "multinode[shape]", "nixl[side-channel-host]", "parallel[dp-local]", "parallel[dp-rank]",
     "parallel[nnodes]", "parallel[node-rank]",
     "pd-mismatch[block-size]", "pd-mismatch[dtype]", "pd-mismatch[hma]", "pd-mismatch[kv-cache-dtype]",
-    "pd-mismatch[model]", "pd-mismatch[vllm-version]", "port[collision]", "port[http-mismatch]", "schema",
+    "pd-mismatch[kv-cache-layout]", "pd-mismatch[model]", "pd-mismatch[vllm-version]", "port[collision]", "port[http-mismatch]", "schema",
     "skip[unknown]", "skip[unused]", "tp-ratio[mooncake]", "tp-ratio[moriio-write]", "tp-ratio[moriio]",
     "tp-ratio[nixl]", "tp-ratio[p2p-nccl]", "tp[heads]", "tp[kv-heads]", "unresolved", "vllm-version[unknown]",
     "yaml[key-duplicates]",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+
 from ..finding import Origin
 from ..topology.types import Engine, Instance, Topology
 from ..vllm import pair as vpair

@@ -191,6 +191,9 @@ def side_channel_host(topo: Topology) -> Iterator[Hit]:
     envs.VLLM_NIXL_SIDE_CHANNEL_HOST defaults to "localhost": the handshake
     listener binds loopback only and prefill advertises it to decode
     (nixl/base_scheduler.py), so a decode on another host cannot connect.
+    Loopback is any address of 127.0.0.0/8 (Debian's 127.0.1.1 hostname
+    entry included), ::1, and localhost in any case; the unspecified
+    0.0.0.0 and :: are reported too (the peer would dial itself).
 
     PASS:
 
@@ -222,7 +225,7 @@ def side_channel_host(topo: Topology) -> Iterator[Hit]:
             for engine, inst in ((p, lp), (d, ld)) if view.is_push(lp) else ((p, lp),):
                 if id(inst) in flagged or not inst.knows("env.VLLM_NIXL_SIDE_CHANNEL_HOST"):
                     continue
-                if _side_channel_host(inst) in connectors.LOOPBACK:
+                if connectors.is_loopback(_side_channel_host(inst)):
                     flagged.add(id(inst))
                     yield hit(engine, ("env.VLLM_NIXL_SIDE_CHANNEL_HOST", "kv_connector"),
                               f"{inst.role} {inst.label} advertises NIXL side channel host "

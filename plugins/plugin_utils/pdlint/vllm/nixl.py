@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from . import nixl_layout, nixl_pp
 from .history import history
 from .pair import Problem, Side, family
 from .parallel import tp_ratio_ok
@@ -91,30 +92,9 @@ HOST_BUFFER_EQUAL_BLOCKS: Timeline[bool] = history("pd-mismatch[block-size]", Ti
     ("0.27.0", True, f"{_W24}{_V} (assert not self.use_host_buffer)",
      "block sizes must be equal: \"Heterogeneous block sizes are not supported with host buffer\""),
 ))
-# Pipeline parallelism: which sides may run PP > 1.
-PP: Timeline[str] = history("tp-ratio[nixl]", Timeline(
-    "NIXL pipeline parallelism",
-    ("0.9.0", "none", f"{_OLD}._nixl_handshake (metadata keyed by TP rank only)",
-     "PP > 1 is unsupported on either side; vLLM does not check it (inferred)"),
-    ("0.26.0", "push-prefill",
-     f"{_W24}.__init__ (\"... consumer (decode) does not support pipeline_parallel_size > 1.\")",
-     "decode PP > 1 fails (kv_consumer: NotImplementedError); prefill PP > 1 only with NixlPushConnector"),
-    ("0.29.0", "prefill", "v1/nixl/pull_scheduler.py (advertises pp_size), " + _W24 + "._background_nixl_handshake",
-     "decode PP > 1 fails (kv_consumer: NotImplementedError); prefill PP > 1 works in pull and push"),
-))
-PP_SSM: Timeline[str | None] = history("tp-ratio[nixl]", Timeline(
-    "NIXL pipeline parallelism with Mamba/SSM models",
-    ("0.9.0", None, f"{_OLD}", "(PP unsupported)"),
-    ("0.26.0", "hma", f"{_W24}.__init__ (\"... pipeline_parallel_size > 1 with hybrid KV cache layouts (HMA) yet.\")",
-     "PP > 1 with HMA on a Mamba/SSM model: NotImplementedError"),
-    ("0.31.0", "always", f"{_W24}.__init__ (\"... pipeline_parallel_size > 1 with Mamba/SSM hybrid ...\")",
-     "PP > 1 on a Mamba/SSM model: NotImplementedError"),
-))
 
 
-def is_push(side: Side) -> bool:
-    return side.connector == "NixlPushConnector"
-
+is_push = nixl_pp.is_push
 
 
 def checker(p: Side, d: Side) -> Side:
@@ -124,12 +104,13 @@ def checker(p: Side, d: Side) -> Side:
 
 @family("nixl")
 def pair(p: Side, d: Side) -> Iterator[Problem]:
-    """Every problem the pair has in its release (TP pairing, GQA split, replication, PP, block sizes)."""
+    """Every problem the pair has in its release (TP pairing, GQA split, replication, PP, block sizes, layout)."""
     yield from tp_ratio(p, d)
     yield from gqa_split(p, d)
     yield from replication(p, d)
-    yield from pipeline(p, d)
+    yield from nixl_pp.pipeline(p, d)
     yield from block_size(p, d)
+    yield from nixl_layout.problems(p, d, checker(p, d))
 
 
 def tp_ratio(p: Side, d: Side) -> Iterator[Problem]:
@@ -199,41 +180,6 @@ def replication(p: Side, d: Side) -> Iterator[Problem]:
             f"{writer.role} TP {writer.tp} > {reader.role} TP {reader.tp} and {than}: {writer.role}'s KV heads are "
             f"replicated and NIXL in vLLM {local.release} cannot split them for {reader.role} "
             "(bare AssertionError)", REPLICATION.step(local.release).source)
-
-
-def pipeline(p: Side, d: Side) -> Iterator[Problem]:
-    for side in (p, d):
-        if side.pp <= 1:
-            continue
-        rel, mode = side.release, PP.at(side.release)
-        source = PP.step(rel).source
-        ssm = PP_SSM.at(rel)
-        hma = not side.disable_hma
-        if ssm and side.ssm and (ssm == "always" or hma):
-            yield Problem("tp-ratio[nixl]", side.role, ("pipeline_parallel_size",),
-                          f"{side.role} pipeline_parallel_size {side.pp} on a Mamba/SSM model: NIXL in vLLM {rel} "
-                          "raises NotImplementedError (\"... does not support pipeline_parallel_size > 1 with ...\")",
-                          PP_SSM.step(rel).source, hint="use pipeline_parallel_size 1", tp_fix=False)
-            continue
-        if mode == "none":
-            msg = (f"{side.role} pipeline_parallel_size {side.pp}: NIXL in vLLM {rel} has no pipeline-parallel "
-                   f"support (vLLM {rel} does not check this: the handshake is keyed by TP rank only, so stages "
-                   "collide and KV of the other stages is never transferred)")
-        elif side.role == "decode":
-            if side.kv_role == "kv_consumer":
-                msg = (f"decode pipeline_parallel_size {side.pp}: NIXL in vLLM {rel} raises NotImplementedError "
-                       "(\"NixlPushConnector consumer (decode) does not support pipeline_parallel_size > 1.\")")
-            else:
-                msg = (f"decode pipeline_parallel_size {side.pp}: NIXL in vLLM {rel} does not support decode-side "
-                       f"PP (vLLM {rel} only rejects it for kv_role kv_consumer: completions are counted per "
-                       "consumer rank, so requests never finish)")
-        elif mode == "push-prefill" and not is_push(side):
-            msg = (f"prefill pipeline_parallel_size {side.pp}: NIXL pull in vLLM {rel} handshakes with PP rank 0 "
-                   f"only (vLLM {rel} does not check this: use NixlPushConnector, or vLLM 0.29.0+)")
-        else:
-            continue
-        yield Problem("tp-ratio[nixl]", side.role, ("pipeline_parallel_size",), msg, source,
-                      hint="use pipeline_parallel_size 1", tp_fix=False)
 
 
 def block_size(p: Side, d: Side) -> Iterator[Problem]:

@@ -2,8 +2,13 @@
 compares between prefill and decode (pd-mismatch rules)."""
 from __future__ import annotations
 
+import re
+
+from ..topology.types import Instance
+from . import view
 from .history import history
-from .releases import R, Release, Timeline
+from .registry import release as release_of
+from .releases import R, Release, Timeline, resolve
 
 _OLD = "v1/nixl_connector.py NixlConnectorWorker"
 
@@ -43,6 +48,60 @@ SIDE_CHANNEL: Timeline[tuple[int, str]] = Timeline(
 def hash_checked(release: Release, enforce: bool, fact: str) -> bool:
     """True when the handshaking side's release hashes fact and enforce_handshake_compat is on."""
     return enforce and fact in HASHED.at(release)
+
+
+def checkers(prefill: Instance, decode: Instance) -> tuple[Instance, ...]:
+    """The sides that compare the compatibility hash: decode in pull mode; in push mode both handshake."""
+    return (prefill, decode) if view.is_push(prefill) else (decode,)
+
+
+def hashed_by(prefill: Instance, decode: Instance, fact: str) -> Release | None:
+    """The release that rejects a difference in fact at the NIXL handshake, if one does (HASHED)."""
+    if view.kind(prefill) != "nixl":
+        return None
+    for inst in checkers(prefill, decode):
+        if hash_checked(release_of(inst), view.enforces_compat_hash(inst), fact):
+            return release_of(inst)
+    return None
+
+
+# PEP 440, as setuptools_scm normalizes what it writes to vllm/_version.py (`__version__ = version = '...'`).
+_PEP440 = re.compile(
+    r"^\s*[vV]?(?P<release>\d+(?:\.\d+)*)"
+    r"(?:[-_.]?(?P<pre>a|b|c|rc|alpha|beta|pre|preview)[-_.]?(?P<pre_n>\d*))?"
+    r"(?:-(?P<post_implicit>\d+)|[-_.]?(?:post|rev|r)[-_.]?(?P<post_n>\d*)(?P<post>))?"
+    r"(?:[-_.]?(?P<dev>dev)[-_.]?(?P<dev_n>\d*))?"
+    r"(?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?\s*$", re.IGNORECASE)
+_PRE = {"alpha": "a", "beta": "b", "c": "rc", "pre": "rc", "preview": "rc"}
+
+
+def reported_version(text: str) -> str | None:
+    """What `vllm.__version__` is for an engine whose vllm_version is text (None: not a version).
+
+    compute_nixl_compatibility_hash (0.13.0+) hashes vllm.__version__ verbatim, so this, not the release whose
+    rules apply, is what two sides must share: 0.32.0.post1 and 0.32.0+cu129 differ from 0.32.0; v0.32.0 and
+    0.32.0 do not (the `v` is no part of a version). `0.32` names the series' newest known release.
+    """
+    found = _PEP440.match(text)
+    if not found:
+        return None
+    parts = [int(n) for n in found["release"].split(".")]
+    if len(parts) == 2:
+        series = resolve(found["release"]).release  # the contract: `0.25` means the series' newest release
+        if series is not None and list(series.key[:2]) == parts:
+            parts = [n for i, n in enumerate(series.key) if i < 3 or n]
+        else:
+            parts.append(0)  # a series pdlint does not know: its first release
+    out = ".".join(str(n) for n in parts)
+    if found["pre"]:
+        out += _PRE.get(found["pre"].lower(), found["pre"].lower()) + str(int(found["pre_n"] or 0))
+    if found["post_implicit"] is not None or found["post"] is not None:
+        out += f".post{int(found['post_implicit'] or found['post_n'] or 0)}"
+    if found["dev"]:
+        out += f".dev{int(found['dev_n'] or 0)}"
+    if found["local"]:
+        out += "+" + re.sub(r"[-_]", ".", found["local"].lower())
+    return out
 
 
 def side_channel_ports(release: Release, base: int, dp_start: int, dp_local: int, tp: int) -> list[tuple[int, str]]:

@@ -32,8 +32,10 @@ class Side:
     kv_heads: int | None = None
     mla: bool | None = None
     ssm: bool | None = None
+    sliding_window: int | None = None
     kv_role: str | None = None
     disable_hma: bool | None = None
+    hma: bool | None = None  # the engine runs the hybrid KV cache manager (hma.enabled); None: not given
     kv_buffer_device: str | None = None
     extra: tuple[tuple[str, str], ...] = ()  # kv_connector_extra_config, values as str()
     env: tuple[tuple[str, str], ...] = ()
@@ -48,9 +50,20 @@ class Side:
             role=inst.role, release=release, connector=registry.canonical(view.connector),
             tp=inst.tp, pp=inst.pp, dp=inst.dp, block_size=inst.block_size, heads=inst.facts.heads,
             kv_heads=inst.facts.kv_heads, mla=inst.facts.mla, ssm=inst.facts.ssm,
+            sliding_window=inst.facts.sliding_window, hma=hma.enabled(inst),
             kv_role=view.kv_role if isinstance(view.kv_role, str) else None,  # any other is kv-role[invalid]s
             disable_hma=disable, extra=_items(view.extra), env=_items(inst.env),
             kv_buffer_device=view.kv_buffer_device if isinstance(view.kv_buffer_device, str) else None)
+
+    @property
+    def hma_on(self) -> bool:
+        """HMA runs (an unresolved Side, as tests build it, follows disable_hma)."""
+        return self.hma if self.hma is not None else not self.disable_hma
+
+    @property
+    def non_full_attention(self) -> bool:
+        """The model has layers whose KV cache spec is not a FullAttentionSpec (sliding window, Mamba/SSM)."""
+        return bool(self.ssm) or bool(self.sliding_window)
 
     def get(self, key: str, default: str | None = None) -> str | None:
         """A kv_connector_extra_config value as text."""

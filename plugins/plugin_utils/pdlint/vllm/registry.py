@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import ipaddress
 
 from ..topology.types import Instance, per_instance
 from .releases import DEFAULT, NEWEST, R, Release, Timeline, resolve, spans_of
@@ -133,7 +134,23 @@ UNKNOWN_NAME: Timeline[str] = Timeline(
 NIXL_SIDE_CHANNEL_PORT = 5600  # envs.VLLM_NIXL_SIDE_CHANNEL_PORT default
 MOONCAKE_BOOTSTRAP_PORT = 8998  # envs.VLLM_MOONCAKE_BOOTSTRAP_PORT default
 P2P_KV_PORT = 14579  # KVTransferConfig.kv_port default
-LOOPBACK = ("", "localhost", "127.0.0.1", "::1", "0.0.0.0")
+
+
+def is_loopback(host: str) -> bool:
+    """host cannot be reached from another machine: loopback (127.0.0.0/8, ::1, any case of localhost) or unset.
+
+    The unspecified addresses (0.0.0.0, ::) count too: a peer that dials the advertised address reaches itself.
+    """
+    name = host.strip().rstrip(".").lower()
+    if name in ("", "localhost") or name.endswith(".localhost"):  # RFC 6761: every *.localhost name is loopback
+        return True
+    try:
+        address = ipaddress.ip_address(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
+    except ValueError:
+        return False  # a host name: pdlint cannot resolve it
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # ::ffff:127.0.0.1 is loopback too
+    return address.is_loopback or address.is_unspecified
 
 
 def documented(timeline: Timeline[frozenset[str]]) -> Timeline[frozenset[str]]:

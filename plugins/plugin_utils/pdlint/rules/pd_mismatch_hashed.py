@@ -1,4 +1,8 @@
-"""pd-mismatch[*]: prefill and decode must agree on what shapes the KV cache."""
+"""pd-mismatch[*] for what NIXL's compatibility hash compares (model, dtype, kv-cache-dtype, vllm-version, hma).
+
+The same model, dtype and kv-cache-dtype differences are reported for every paired connector (a different
+KV cache layout); what NIXL's handshake hashes is vllm/nixl_channel.py HASHED. Block sizes: pd_mismatch_layout.py.
+"""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -9,9 +13,8 @@ from ..vllm import composite, nixl_channel, view
 # the rule below is called hma
 from ..vllm import hma as hybrid
 from ..vllm import registry as connectors
-from ..vllm.releases import Release
 from .base import Hit, hit, rule
-from .pairs import pairs, problem_hits
+from .pairs import pairs
 
 _DTYPE = {"half": "float16", "float": "float32"}
 _PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
@@ -20,29 +23,14 @@ _PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
 _release = connectors.release
 
 
-def _nixl_checkers(lp: Instance, ld: Instance) -> tuple[Instance, ...]:
-    """The sides that compare the compatibility hash: decode in pull mode; in push mode both handshake."""
-    return (lp, ld) if view.is_push(lp) else (ld,)
-
-
-def _nixl_hashed(lp: Instance, ld: Instance, fact: str) -> Release | None:
-    """The release that rejects a difference in fact at the NIXL handshake, if one does (nixl_channel.HASHED)."""
-    if view.kind(lp) != "nixl":
-        return None
-    for inst in _nixl_checkers(lp, ld):
-        if nixl_channel.hash_checked(_release(inst), view.enforces_compat_hash(inst), fact):
-            return _release(inst)
-    return None
-
-
 def _why(lp: Instance, ld: Instance, fact: str) -> str:
     """What the NIXL release does with the difference (empty for other connectors)."""
     if view.kind(lp) != "nixl":
         return ""
-    hashed = _nixl_hashed(lp, ld, fact)
+    hashed = nixl_channel.hashed_by(lp, ld, fact)
     if hashed is not None:
         return f" (NIXL in vLLM {hashed} hashes it at handshake: \"NIXL compatibility hash mismatch\")"
-    rel = _release(_nixl_checkers(lp, ld)[0])
+    rel = _release(nixl_channel.checkers(lp, ld)[0])
     if fact == "model":
         return f" (NIXL in vLLM {rel} does not check it: the KV cache is only right if both load the same weights)"
     return (f" (NIXL in vLLM {rel} does not check it: the KV cache layouts differ, so the transfer fails or "
@@ -166,15 +154,17 @@ def kv_cache_dtype(topo: Topology) -> Iterator[Hit]:
 
 @rule("pd-mismatch[vllm-version]")
 def vllm_version(topo: Topology) -> Iterator[Hit]:
-    """NIXL prefill and decode run different vLLM releases.
+    """NIXL prefill and decode run different vLLM versions.
 
     From 0.13.0 compute_nixl_compatibility_hash includes vllm.__version__ (and
-    the NIXL connector version), so the handshake fails with "NIXL
+    the NIXL connector version) verbatim, so the handshake fails with "NIXL
     compatibility hash mismatch" unless enforce_handshake_compat is false on
-    the side that checks (decode in pull mode). A pair across the 0.13.0
-    boundary also fails: the new NixlHandshakePayload cannot be decoded by the
-    older release. Two releases before 0.13.0 are not compared by vLLM and are
-    not reported.
+    the side that checks (decode in pull mode). Builds of one release differ
+    too: 0.32.0.post1 or a local 0.32.0+cu129 does not pair with 0.32.0 (v0.32.0
+    and 0.32.0 do; the rules of both follow release 0.32.0). A pair across the
+    0.13.0 boundary also fails: the new NixlHandshakePayload cannot be decoded
+    by the older release. Two versions before 0.13.0 are not compared by vLLM
+    and are not reported.
 
     PASS:
 
@@ -200,19 +190,24 @@ def vllm_version(topo: Topology) -> Iterator[Hit]:
     for p, d, lp, ld in pairs(topo, "nixl"):
         if not (lp.knows("version") and ld.knows("version")):
             continue
+        vp, vd = nixl_channel.reported_version(lp.version), nixl_channel.reported_version(ld.version)
+        if vp is None or vd is None or vp == vd:
+            continue  # an unparsable version is version[unknown]'s
         rp, rd = _release(lp), _release(ld)
-        if rp == rd:
-            continue
-        hashed = _nixl_hashed(lp, ld, "version")
-        if hashed is not None:
+        hashed = nixl_channel.hashed_by(lp, ld, "version")
+        if hashed is not None and rp == rd:
+            why = (f"NIXL in vLLM {hashed} hashes vllm.__version__ verbatim at handshake ({vd!r} vs {vp!r}), so "
+                   "builds of one release do not pair: \"NIXL compatibility hash mismatch\"")
+        elif hashed is not None:
             why = f"NIXL in vLLM {hashed} hashes the vLLM version at handshake: \"NIXL compatibility hash mismatch\""
         elif min(rp, rd) < nixl_channel.HANDSHAKE_PAYLOAD <= max(rp, rd):
-            why = (f"vLLM {nixl_channel.HANDSHAKE_PAYLOAD}+ sends a NixlHandshakePayload that older releases cannot decode "
-                   "(vLLM does not check this: \"Failed to decode ...\")")
+            why = (f"vLLM {nixl_channel.HANDSHAKE_PAYLOAD}+ sends a NixlHandshakePayload that older releases cannot "
+                   "decode (vLLM does not check this: \"Failed to decode ...\")")
         else:
             continue  # not hashed: before 0.13.0, or enforce_handshake_compat is off
         yield hit(d, ("version",), f"decode vLLM version {ld.version!r} differs from prefill vLLM version "
-                  f"{lp.version!r}: {why}", "use the same vLLM version on both sides", also=(p,))
+                  f"{lp.version!r}: {why}", "use the same vLLM build on both sides" if rp == rd else
+                  "use the same vLLM version on both sides", also=(p,))
 
 
 @rule("pd-mismatch[hma]")
@@ -247,7 +242,7 @@ def hma(topo: Topology) -> Iterator[Hit]:
     """
     field = "disable_hybrid_kv_cache_manager"
     for p, d, lp, ld in pairs(topo, _PAIRED):
-        hashed = _nixl_hashed(lp, ld, "hma")
+        hashed = nixl_channel.hashed_by(lp, ld, "hma")
         if hashed is None or not (lp.knows(field) and ld.knows(field)):
             continue
         if not (hybrid.known(lp) and hybrid.known(ld)):
@@ -280,38 +275,3 @@ def _cannot_run_hma(inst: Instance) -> str:
     if inst.connector and not connectors.supports_hma(connectors.canonical(inst.connector, release), release):
         return f"{inst.label} cannot turn it on: {inst.connector} lacks SupportsHMA in vLLM {release}"
     return ""
-
-
-@rule("pd-mismatch[block-size]")
-def block_size(topo: Topology) -> Iterator[Hit]:
-    """Prefill and decode block sizes the connector cannot pair.
-
-    NIXL by release (pull; push mirrors it): equal before 0.11.1 (unchecked
-    in 0.9.0); decode block % prefill block == 0 from 0.11.1
-    (block_size_ratio); also equal when prefill TP > decode TP (non-MLA) from
-    0.14.0, and with HMA on a hybrid (Mamba/SSM) model in 0.18.0 - 0.26.0.
-    MoRIIO and Mooncake pair blocks one to one, so they must be equal. Only
-    explicit block sizes are compared (the default depends on platform and
-    attention backend).
-
-    PASS:
-
-        all:
-          vars:
-            vllm_pd_deployment: chat
-            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
-          hosts:
-            p1: {vllm_pd_role: prefill, vllm_block_size: 16}
-            d1: {vllm_pd_role: decode, vllm_block_size: 64}
-
-    FAIL:
-
-        all:
-          vars:
-            vllm_pd_deployment: chat
-            vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
-          hosts:
-            p1: {vllm_pd_role: prefill, vllm_block_size: 64}
-            d1: {vllm_pd_role: decode, vllm_block_size: 16}
-    """
-    yield from problem_hits(topo, "pd-mismatch[block-size]")

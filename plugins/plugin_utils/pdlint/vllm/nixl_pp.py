@@ -1,0 +1,122 @@
+"""NIXL and pipeline parallelism per release: which side may run PP > 1, and with which KV cache layouts.
+
+Each engine's own release decides (NixlBaseConnectorWorker.__init__ runs on
+every worker, v1/nixl/base_worker.py 0.24.0+). vLLM raises NotImplementedError
+for some shapes; the others pdlint infers from the handshake code (the
+messages say "does not check this"). Hints offer only changes that pass the
+same checks: pipeline_parallel_size 1, NixlPushConnector, or HMA off.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from .history import history
+from .pair import Problem, Side
+from .registry import registered
+from .releases import Timeline
+
+_OLD = "v1/nixl_connector.py NixlConnectorWorker"
+_W24 = "v1/nixl/base_worker.py NixlBaseConnectorWorker"
+PUSH = "NixlPushConnector"
+
+# Pipeline parallelism: which sides may run PP > 1.
+PP: Timeline[str] = history("tp-ratio[nixl]", Timeline(
+    "NIXL pipeline parallelism",
+    ("0.9.0", "none", f"{_OLD}._nixl_handshake (metadata keyed by TP rank only)",
+     "PP > 1 is unsupported on either side; vLLM does not check it (inferred)"),
+    ("0.26.0", "push-prefill",
+     f"{_W24}.__init__ (\"... consumer (decode) does not support pipeline_parallel_size > 1.\")",
+     "decode PP > 1 fails (kv_consumer: NotImplementedError); prefill PP > 1 only with NixlPushConnector"),
+    ("0.29.0", "prefill", "v1/nixl/pull_scheduler.py (advertises pp_size), " + _W24 + "._background_nixl_handshake",
+     "decode PP > 1 fails (kv_consumer: NotImplementedError); prefill PP > 1 works in pull and push"),
+))
+# PP > 1 with the hybrid KV cache manager required: `_is_hma_required` is HMA on (the resolved
+# scheduler_config.disable_hybrid_kv_cache_manager: hma.enabled) and any layer spec not a FullAttentionSpec
+# (SlidingWindowSpec, MambaSpec, ...), so a sliding-window model such as gpt-oss or Gemma 3 counts.
+PP_HMA: Timeline[str | None] = history("tp-ratio[nixl]", Timeline(
+    "NIXL pipeline parallelism with HMA on a model with non-full-attention layers",
+    ("0.9.0", None, f"{_OLD}", "(PP unsupported)"),
+    ("0.26.0", "any", f"{_W24}.__init__ (`if self.pp_size > 1 and self._is_hma_required`)",
+     "PP > 1, HMA on, sliding-window or Mamba/SSM layers: NotImplementedError, pull and push alike"),
+    ("0.31.0", "pull", f"{_W24}.__init__ (`self._is_hma_required and not self._supports_pp_hma`; "
+     "v1/nixl/push_worker.py NixlPushConnectorWorker._supports_pp_hma = True)",
+     "PP > 1, HMA on, sliding-window or Mamba/SSM layers: NotImplementedError in pull mode; push routes by layer"),
+))
+PP_SSM: Timeline[str | None] = history("tp-ratio[nixl]", Timeline(
+    "NIXL pipeline parallelism with Mamba/SSM models",
+    ("0.9.0", None, f"{_OLD}", "(PP unsupported; 0.26.0 - 0.30.0: the HMA step above)"),
+    ("0.31.0", "always", f"{_W24}.__init__ (`if self._has_mamba`: \"... with Mamba/SSM hybrid KV cache layouts yet.\")",
+     "PP > 1 on a Mamba/SSM model: NotImplementedError, push included"),
+))
+
+
+def is_push(side: Side) -> bool:
+    return side.connector == PUSH
+
+
+def _layers(side: Side) -> str:
+    return "Mamba/SSM" if side.ssm else f"sliding-window ({side.sliding_window})"
+
+
+def issue(side: Side, push: bool) -> tuple[str, str, bool] | None:
+    """(message, vLLM source, vLLM raises) for side running PP > 1 in its release; None: it works."""
+    rel, pp, role = side.release, side.pp, side.role
+    if pp <= 1:
+        return None
+    hma, ssm = PP_HMA.at(rel), PP_SSM.at(rel)
+    if side.hma_on and side.non_full_attention and (hma == "any" or hma == "pull" and not push):
+        said = ("\"NixlPushConnector does not support pipeline_parallel_size > 1 with hybrid KV cache layouts "
+                "(HMA) yet.\"" if hma == "any" else "\"NixlConnector (pull) does not support pipeline_parallel_size "
+                "> 1 with hybrid KV cache layouts (HMA); use NixlPushConnector for PP + HMA.\"")
+        return (f"{role} pipeline_parallel_size {pp} with the hybrid KV cache manager on a model with "
+                f"{_layers(side)} layers: NIXL in vLLM {rel} raises NotImplementedError ({said})",
+                PP_HMA.step(rel).source, True)
+    if ssm == "always" and side.ssm:
+        return (f"{role} pipeline_parallel_size {pp} on a Mamba/SSM model: NIXL in vLLM {rel} raises "
+                "NotImplementedError (\"... does not support pipeline_parallel_size > 1 with Mamba/SSM hybrid KV "
+                "cache layouts yet.\")", PP_SSM.step(rel).source, True)
+    mode, source = PP.at(rel), PP.step(rel).source
+    if mode == "none":
+        return (f"{role} pipeline_parallel_size {pp}: NIXL in vLLM {rel} has no pipeline-parallel support "
+                f"(vLLM {rel} does not check this: the handshake is keyed by TP rank only, so stages collide and KV "
+                "of the other stages is never transferred)", source, False)
+    if role == "decode" and side.kv_role == "kv_consumer":
+        return (f"decode pipeline_parallel_size {pp}: NIXL in vLLM {rel} raises NotImplementedError "
+                "(\"NixlPushConnector consumer (decode) does not support pipeline_parallel_size > 1.\")", source, True)
+    if role == "decode":
+        return (f"decode pipeline_parallel_size {pp}: NIXL in vLLM {rel} does not support decode-side PP "
+                f"(vLLM {rel} only rejects it for kv_role kv_consumer: completions are counted per consumer rank, "
+                "so requests never finish)", source, False)
+    if mode == "push-prefill" and not push:
+        return (f"prefill pipeline_parallel_size {pp}: NIXL pull in vLLM {rel} handshakes with PP rank 0 only "
+                f"(vLLM {rel} does not check this: use NixlPushConnector, or vLLM 0.29.0+)", source, False)
+    return None
+
+
+def fixes(side: Side, push: bool) -> list[str]:
+    """The changes that let side keep PP > 1 in its release (each passes issue()), besides PP 1."""
+    found = []
+    if not push and registered(PUSH, side.release) and issue(dataclasses.replace(side, connector=PUSH), True) is None:
+        found.append(f"kv_connector {PUSH} on both sides")
+    if side.hma_on and not side.ssm:  # Mamba/SSM layers need HMA (base_worker.py: assert self._is_hma_required)
+        off = dataclasses.replace(side, hma=False, disable_hma=True)
+        if issue(off, push) is None:
+            found.append("vllm_disable_hybrid_kv_cache_manager: true on both sides (NIXL hashes it)")
+        elif not push and registered(PUSH, side.release) and \
+                issue(dataclasses.replace(off, connector=PUSH), True) is None:
+            found.append(f"kv_connector {PUSH} with vllm_disable_hybrid_kv_cache_manager: true on both sides")
+    return found
+
+
+def pipeline(p: Side, d: Side) -> Iterator[Problem]:
+    """A problem per side whose PP > 1 its release cannot run (pull: decode reads; push: prefill writes)."""
+    push = is_push(p)
+    for side in (p, d):
+        found = issue(side, push)
+        if found is None:
+            continue
+        message, source, _ = found
+        hint = "use pipeline_parallel_size 1" + "".join(f", or {fix}" for fix in fixes(side, push))
+        yield Problem("tp-ratio[nixl]", side.role, ("pipeline_parallel_size",), message, source, hint=hint,
+                      tp_fix=False)
