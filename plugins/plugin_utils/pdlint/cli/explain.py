@@ -25,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ap = lint_parser("pdlint explain", sorted(FORMATS), "Show the topology vLLM will build from the inventory: "
                      "engines and GPUs, the rank map of every prefill/decode pair, listening ports, findings.",
-                     "output format (default: text)")
+                     "output format (default: text)", lint=False)
     ap.add_argument("--deployment", action="append", default=[], metavar="NAME",
                     help="explain only this deployment (repeatable)")
     ap.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
@@ -61,6 +61,16 @@ def only(expl: Explanation, names: Sequence[str]) -> Explanation | str:
     return dataclasses.replace(expl, deployments=tuple(d for d in expl.deployments if d.name in names), findings=())
 
 
+def write(path: str, document: str) -> str | None:
+    """Write document to path; why not (a missing folder, a directory, no permission), as a message, else None."""
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(document)
+    except OSError as exc:
+        return f"cannot write {path}: {exc.strerror or type(exc).__name__}"
+    return None
+
+
 def explain(argv: Sequence[str]) -> int:
     """Exit 0 with the explanation (findings are shown, not judged), 2 on unusable input or usage."""
     try:
@@ -80,8 +90,10 @@ def explain(argv: Sequence[str]) -> int:
     colour = fmt == "text" and not args.output and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     document = FORMATS[fmt](found, colour)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as out:
-            out.write(document)
+        why = write(args.output, document)
+        if why:
+            sys.stderr.write(f"pdlint: error: {why}\n")
+            return 2
     else:
         sys.stdout.write(document)
     return 0
