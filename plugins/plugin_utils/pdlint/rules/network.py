@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from ..vllm import composite, registry as connectors, view
 from ..topology.types import Instance, Topology
-from ..vllm.ports import Bind, binds
+from ..vllm.ports import Bind, binds, self_collision_hint
 from .base import Hit, hit, rule
 
 
@@ -118,7 +118,7 @@ def collision(topo: Topology) -> Iterator[Hit]:
                           f"{_label(inst, bind)} uses port {bind.port}, already taken on {host} by "
                           f"{_label(first, first_bind) if first is not inst else 'the same instance'}",
                           "give each instance on a host its own port range" if where != "itself" else
-                          "MoRIIO offsets ports by DP-local rank + TP rank: run one DP rank per instance, or PP 1",
+                          self_collision_hint(inst, first_bind, bind),
                           also=(first,))
 
 
