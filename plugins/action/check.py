@@ -82,7 +82,7 @@ class ActionModule(ActionBase):
         found = sorted(apply(files, config) + checked.findings)
         if args.get("explain_html"):  # the report of exactly what was checked, written even when the task fails
             try:
-                Path(args["explain_html"]).write_text(html.render(compute.explain(checked.topology, found)),
+                Path(args["explain_html"]).write_text(html.render(compute.explain(checked.topology, found, loaded)),
                                                       encoding="utf-8")
             except OSError as exc:  # a missing folder, a directory, no permission: the user's to fix, no traceback
                 raise AnsibleActionFail(f"pdlint: cannot write explain_html {args['explain_html']}: "
