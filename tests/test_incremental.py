@@ -31,6 +31,7 @@ from pdlint.cli.options import parser
 from pdlint.hostvars import HostVars
 from pdlint.load import safety, select
 from pdlint.load import fingerprints
+from pdlint.hostvars import Unresolved
 from pdlint.cache import runs, store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,6 +217,20 @@ def test_a_host_serving_two_deployments_joins_them() -> None:
     hosts = [shared, *(hv for dep in ("a", "b") for hv in _pair(dep, {}) if hv.host.endswith("decode"))]
     assert _assert_decomposes(hosts) == 1
     assert any(f.rule == "port[collision]" for f in engine.lint(hosts).found)
+
+
+@pytest.mark.parametrize("other", [
+    {"vllm_pd_role": Unresolved("template"), "vllm_pd_deployment": "a"},
+    {"vllm_pd_role": "decode", "vllm_pd_deployment": Unresolved("vault-encrypted value")},
+    {"vllm_pd_role": Unresolved("template"), "vllm_pd_deployment": Unresolved("template")},
+])
+def test_a_host_that_may_be_a_missing_side_joins_the_deployment(other: dict[str, Any]) -> None:
+    """deployment[incomplete] is skipped for a one-sided deployment a host of unresolved side may complete:
+    that host is in the deployment's unit (checked alone, the deployment would be called incomplete)."""
+    hosts = [HostVars("a-prefill", {"vllm_pd_role": "prefill", "vllm_pd_deployment": "a"}), HostVars("o", other),
+             *_pair("b", {})]
+    assert not [f for f in engine.lint(hosts).found if f.rule == "deployment[incomplete]"]
+    _assert_decomposes(hosts)
 
 
 # ---- an on-disk fleet: incremental runs against whole runs ----------------------------------------------------

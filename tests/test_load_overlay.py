@@ -1,4 +1,4 @@
-"""The loaders' overlay: an editor's unsaved text read in place of the file, by the preflight and the fast loader."""
+"""The loaders' overlay: an editor's unsaved text read in place of the file, by the preflight and both loaders."""
 from __future__ import annotations
 
 import shutil
@@ -30,6 +30,20 @@ def test_overlay_text_replaces_the_file_and_the_file_stays_as_it_was(inv: Path) 
     assert "tp-ratio[moriio]" not in rules(hosts) and "tp[heads]" not in rules(hosts)
     assert next(h for h in hosts if h.host == "mi-b02").values["vllm_tensor_parallel_size"] == 8
     assert decode.read_text() == on_disk
+
+
+@pytest.mark.parametrize("loader", ["fast", "ansible"])
+def test_ansible_cores_loader_reads_the_overlay_too(loader: str, inv: Path) -> None:
+    """Hosts ansible-core renders (a template, or a whole --loader ansible load) see the buffer, with its origins."""
+    decode, group = inv / "host_vars" / "mi-b02.yml", inv / "group_vars" / "all.yml"
+    on_disk = decode.read_text()
+    group.write_text(group.read_text() + "vllm_node: \"{{ inventory_hostname }}-node\"\n")  # every host rendered
+    overlay = {str(decode): on_disk.replace("vllm_tensor_parallel_size: 6", "vllm_tensor_parallel_size: 8")}
+    hosts = select.load([str(inv)], loader=loader, overlay=overlay, note=lambda _: None)
+    mi = next(h for h in hosts if h.host == "mi-b02")
+    assert mi.values["vllm_tensor_parallel_size"] == 8 and mi.values["vllm_node"] == "mi-b02-node"
+    assert mi.origins[("vllm_tensor_parallel_size",)].file.endswith("host_vars/mi-b02.yml")
+    assert "tp-ratio[moriio]" not in rules(hosts) and decode.read_text() == on_disk
 
 
 def test_overlay_with_a_yaml_error_is_a_load_error_at_its_line(inv: Path) -> None:

@@ -208,3 +208,32 @@ async def test_hover_on_an_instance_items_tp_shows_its_pair_and_other_keys_show_
     assert "**`gpu-c01[0]` -> `gpu-c01[1]`** (deployment `qwen3-chat`): ok; MooncakeConnector" in text
     plain = await hover_text(client, host, 0, 3)  # vllm_pd_deployment: its value, no pairs
     assert "P/D pair" not in plain
+
+
+@pytest.mark.asyncio
+async def test_unsaved_edits_count_for_hosts_a_template_touches(client: LanguageClient, tmp_path: Path):
+    """The README's quick start renders `{{ inventory_hostname }}` for every host, so ansible-core's loader reads
+    them: it must read the unsaved buffers too (an edit of the decode TP in the buffer changes the finding)."""
+    from conftest import write_tree
+
+    inv = write_tree(tmp_path / "inventory", {
+        "hosts.yml": "all:\n  children:\n    chat_prefill: {hosts: {gpu-p1: {}}}\n    chat_decode: {hosts: {gpu-d1: {}}}\n",
+        "group_vars/all.yml": "vllm_pd_deployment: chat\nvllm_model: meta-llama/Llama-3.1-8B-Instruct\n"
+                              "vllm_env:\n  VLLM_NIXL_SIDE_CHANNEL_HOST: \"{{ inventory_hostname }}\"\n",
+        "group_vars/chat_prefill.yml": "vllm_pd_role: prefill\nvllm_tensor_parallel_size: 2\n"
+                                       "vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_producer}\n",
+        "group_vars/chat_decode.yml": "vllm_pd_role: decode\nvllm_tensor_parallel_size: 4\n"
+                                      "vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_consumer}\n",
+    })
+    decode = inv / "group_vars" / "chat_decode.yml"
+    text = decode.read_text()
+    open_doc(client, decode, text.replace("vllm_tensor_parallel_size: 4", "vllm_tensor_parallel_size: 6"))
+    heads = [d for d in await published(client, decode) if d.code == "tp[heads]"]
+    assert len(heads) == 1 and "TP 6" in heads[0].message, heads
+    change(client, decode, 2, text.replace("vllm_tensor_parallel_size: 4", "vllm_tensor_parallel_size: 3"))
+    diags = await published(client, decode)
+    heads = [d for d in diags if d.code == "tp[heads]"]
+    assert len(heads) == 1 and "TP 3" in heads[0].message and "TP 6" not in heads[0].message, heads
+    change(client, decode, 3, text)
+    assert [d for d in await published(client, decode) if d.severity != t.DiagnosticSeverity.Information] == []
+    assert decode.read_text() == text

@@ -182,3 +182,37 @@ def test_unknown_variable_points_at_its_name(where: str, text: str | None, colum
     found = lint(hosts, **({where: text} if text else {}))
     [hit] = [f for f in found if f.message.startswith("unknown variable 'vllm_tensor_paralel_size'")]
     assert hit.origin.file == where.replace("__", "/") and hit.origin.column == column, hit
+
+
+_NAMES = ("NIXL", "MoRIIO", "Mooncake", "P2pNccl")
+
+
+def _one(kv: dict, **own: object) -> str:
+    """A prefill p1 alone on its host (and its decode d1 elsewhere) with kv_transfer_config kv."""
+    p = {"vllm_pd_role": "prefill", "vllm_kv_transfer_config": kv, **{"vllm_" + k: v for k, v in own.items()}}
+    d = {"vllm_pd_role": "decode", "vllm_kv_transfer_config": {**kv, "kv_role": "kv_consumer"}}
+    return json.dumps({"all": {"vars": {"vllm_pd_deployment": "dep"}, "hosts": {"p1": p, "d1": d}}})
+
+
+MOONCAKE = {"kv_connector": "MooncakeConnector", "kv_role": "kv_producer"}
+P2P = {"kv_connector": "P2pNcclConnector", "kv_role": "kv_producer", "kv_connector_extra_config": {"http_port": 8000}}
+
+
+@pytest.mark.parametrize(("hosts", "connector", "words"), [
+    (_one(NIXL, port=5600), "NIXL", ["vllm_port", "VLLM_NIXL_SIDE_CHANNEL_PORT"]),
+    (_one(NIXL, port=9100, env={"VLLM_NIXL_SIDE_CHANNEL_PORT": "9099"}, data_parallel_size=2), "NIXL",
+     ["vllm_port", "VLLM_NIXL_SIDE_CHANNEL_PORT"]),
+    (_one(MOONCAKE, port=8998), "Mooncake", ["vllm_port", "VLLM_MOONCAKE_BOOTSTRAP_PORT"]),
+    (_one(P2P, version="0.20.0", port=14580, tensor_parallel_size=2), "P2pNccl", ["vllm_port", "kv_port"]),
+    (_one(MORIIO_P, port=6301), "MoRIIO", ["vllm_port", "handshake_port"]),
+    (_one(MORIIO_P, tensor_parallel_size=2, data_parallel_size=2), "MoRIIO", ["DP rank"]),
+    (_one(NIXL, version="0.9.0", data_parallel_size=2), "NIXL", ["DP rank"]),
+    (_one(MOONCAKE, version="0.14.0", pipeline_parallel_size=2), "Mooncake", ["PP"]),
+])
+def test_self_collision_hint_names_the_colliding_connector(hosts: str, connector: str, words: list[str],
+                                                           lint) -> None:
+    found = [f for f in lint(hosts) if f.rule == "port[collision]"]
+    assert found, "no port[collision]"
+    for f in found:
+        assert connector in f.hint and all(w in f.hint for w in words), f.hint
+        assert not [n for n in _NAMES if n != connector and n in f.hint], f.hint

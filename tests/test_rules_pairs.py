@@ -114,3 +114,36 @@ def test_incomplete_deployment(lint) -> None:
     assert [f.rule for f in found] == ["deployment[incomplete]"]
     assert "no decode instance" in found[0].message
     assert "deployment[incomplete]" not in rules_of(lint(pair(None)))
+
+
+def _hosts(other: dict[str, str]) -> str:
+    import json
+
+    return json.dumps({"all": {"hosts": {"p1": {"vllm_pd_role": "prefill", "vllm_pd_deployment": "x"}, "o1": other}}})
+
+
+@pytest.mark.parametrize(("other", "fires"), [
+    ({"vllm_pd_role": "{{ side }}", "vllm_pd_deployment": "x"}, False),  # may be x's decode
+    ({"vllm_pd_role": "{{ side }}", "vllm_pd_deployment": "{{ dep }}"}, False),
+    ({"vllm_pd_role": "decode", "vllm_pd_deployment": "{{ dep }}"}, False),  # may be x's
+    ({"vllm_pd_role": "{{ side | upper }}", "vllm_pd_deployment": "{{ missing.attr }}"}, False),
+    ({"vllm_pd_role": "{{ side }}", "vllm_pd_deployment": "y"}, True),  # another deployment's, whatever its side
+    ({"vllm_pd_role": "prefill", "vllm_pd_deployment": "{{ dep }}"}, True),  # a prefill cannot be x's decode
+    ({"vllm_pd_role": "{{ side }}"}, True),  # no deployment: a side of none
+    ({"vllm_pd_deployment": "{{ dep }}"}, True),  # no role: not a P/D host
+])
+def test_incomplete_is_not_guessed_past_an_unresolved_side(other: dict[str, str], fires: bool, lint) -> None:
+    found = rules_of(lint(_hosts(other)))
+    assert ("deployment[incomplete]" in found) is fires
+    assert "unresolved" in found
+
+
+def test_incomplete_is_not_guessed_past_a_vaulted_side(lint) -> None:
+    """A vault-encrypted role, no password: the host may be the decode; with the password it is checked."""
+    from ansible.parsing.vault import VaultLib, VaultSecret
+
+    secret = VaultLib([("default", VaultSecret(b"pw"))]).encrypt("prefill").decode()
+    vaulted = "vllm_pd_role: !vault |\n" + "".join(f"  {line}\n" for line in secret.splitlines())
+    hosts = _hosts({"vllm_pd_deployment": "x"})
+    found = rules_of(lint(hosts, **{"host_vars__o1.yml": vaulted}))
+    assert "unresolved" in found and "deployment[incomplete]" not in found

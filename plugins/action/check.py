@@ -88,8 +88,12 @@ class ActionModule(ActionBase):
                                                                      for hv in loaded})
         found = sorted(apply(files, config) + checked.findings)
         if args.get("explain_html"):  # the report of exactly what was checked, written even when the task fails
-            Path(args["explain_html"]).write_text(html.render(compute.explain(checked.topology, found)),
-                                                  encoding="utf-8")
+            try:
+                Path(args["explain_html"]).write_text(html.render(compute.explain(checked.topology, found, loaded)),
+                                                      encoding="utf-8")
+            except OSError as exc:  # a missing folder, a directory, no permission: the user's to fix, no traceback
+                raise AnsibleActionFail(f"pdlint: cannot write explain_html {args['explain_html']}: "
+                                        f"{exc.strerror or type(exc).__name__}") from None
             result["explain_html"] = args["explain_html"]
         failing = ("error",) if args["fail_on"] == "error" else ("error", "warning")
         result["findings"] = [f.as_dict() for f in found]

@@ -40,8 +40,9 @@ def explain(hostvars: Any, hosts: list[str], format: str = "json") -> Any:  # `f
 
     if format not in FORMATS:
         raise AnsibleFilterError(f"pdlint.topology.explain: format must be one of {', '.join(sorted(FORMATS))}")
-    found, topology = engine.run(tagged.from_play(hostvars, hosts))
-    model = compute.explain(topology, found)
+    loaded = tagged.from_play(hostvars, hosts)
+    found, topology = engine.run(loaded)
+    model = compute.explain(topology, found, loaded)
     return as_json.as_dict(model) if format == "json" else FORMATS[format](model, False)
 
 

@@ -38,12 +38,23 @@ def partition(hosts: Sequence[str], topology: Topology) -> list[tuple[tuple[str,
         return h
 
     owner: dict[Key, str] = {}
+
+    def link(key: Key, host: str) -> None:
+        other = owner.setdefault(key, host)
+        a, b = root(other), root(host)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
     for inst in topology.instances:
         for key in keys(inst):
-            other = owner.setdefault(key, inst.host)
-            a, b = root(other), root(inst.host)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
+            link(key, inst.host)
+    # deployment[incomplete] looks at the hosts that may be a deployment's side: one of an unknown deployment
+    # may be any deployment's
+    for unsure in topology.undecided:
+        named = [("deployment", unsure.deployment)] if unsure.deployment is not None else [
+            k for k in list(owner) if k[0] == "deployment"]
+        for key in named:
+            link(key, unsure.host)
     members: dict[str, list[str]] = {}
     for h in sorted(hosts):
         members.setdefault(root(h), []).append(h)

@@ -17,6 +17,7 @@ from ..load import guard
 from ..load.errors import no_hosts
 from ..load.layout import absolute_sources
 from ..report import reporters as report
+from . import pipe
 from .inputs import Unusable, inventory_for, prepare  # noqa: F401 - inventory_for: the hook's entry point
 from .options import parser
 
@@ -148,6 +149,11 @@ def _quiet_gc(args: argparse.Namespace, process: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with pipe.guarded():  # every subcommand ends the same way when its reader leaves (`| head`)
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv_given = argv
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -185,9 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _quiet_gc(args, process=argv_given is None)
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `pdlint ... | head`: the reader left; say nothing more
+    except BrokenPipeError:  # a write that bypassed the guard (sys.stdout.buffer): the reader left, as above
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return 0
     except Exception as exc:  # noqa: BLE001 - no traceback reaches the user unless asked
         if debug:
             raise

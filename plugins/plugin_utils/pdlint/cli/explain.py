@@ -21,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ap = lint_parser("pdlint explain", sorted(FORMATS), "Show the topology vLLM will build from the inventory: "
                      "engines and GPUs, the rank map of every prefill/decode pair, listening ports, findings.",
-                     "output format (default: text)")
+                     "output format (default: text)", lint=False)
     ap.add_argument("--deployment", action="append", default=[], metavar="NAME",
                     help="explain only this deployment (repeatable)")
     ap.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
@@ -44,7 +44,7 @@ def model(args: argparse.Namespace) -> Explanation | int:
         if loaded is None:
             return 2
         result = engine.lint(loaded, config)
-        parts.append(compute(result.topology, sorted(configuration.apply(notes, config) + result.findings)))
+        parts.append(compute(result.topology, sorted(configuration.apply(notes, config) + result.findings), loaded))
     return Explanation(tuple(d for p in parts for d in p.deployments), tuple(f for p in parts for f in p.findings))
 
 
@@ -55,6 +55,16 @@ def only(expl: Explanation, names: Sequence[str]) -> Explanation | str:
     if unknown:
         return f"no deployment {unknown[0]!r} (known: {', '.join(sorted(known)) or 'none'})"
     return dataclasses.replace(expl, deployments=tuple(d for d in expl.deployments if d.name in names), findings=())
+
+
+def write(path: str, document: str) -> str | None:
+    """Write document to path; why not (a missing folder, a directory, no permission), as a message, else None."""
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(document)
+    except OSError as exc:
+        return f"cannot write {path}: {exc.strerror or type(exc).__name__}"
+    return None
 
 
 def explain(argv: Sequence[str]) -> int:
@@ -76,8 +86,10 @@ def explain(argv: Sequence[str]) -> int:
     colour = fmt == "text" and not args.output and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     document = FORMATS[fmt](found, colour)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as out:
-            out.write(document)
+        why = write(args.output, document)
+        if why:
+            sys.stderr.write(f"pdlint: error: {why}\n")
+            return 2
     else:
         sys.stdout.write(document)
     return 0

@@ -64,7 +64,7 @@ def config_from(args: argparse.Namespace) -> Config:
         config = dataclasses.replace(config, select=names(args.select.split(","), "--select", ""))
     if args.ignore is not None:
         config = dataclasses.replace(config, ignore=names(args.ignore.split(","), "--ignore", ""))
-    if args.strict is not None:
+    if getattr(args, "strict", None) is not None:  # explain has no --strict
         config = dataclasses.replace(config, strict=args.strict)
     if args.vllm_version is not None and config.vllm_version is None:  # the inventory and config file come first
         config = dataclasses.replace(config, vllm_version=args.vllm_version, version_source="--vllm-version")

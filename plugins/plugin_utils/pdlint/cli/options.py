@@ -29,26 +29,45 @@ def _release(text: str) -> str:
     return text
 
 
+# Every subcommand, so `pdlint --help` names them all (a test checks it against main's dispatch).
+SUBCOMMANDS = (
+    ("explain", "[PATH ...]", "show the topology vLLM will build: engines, GPUs, rank maps, ports"),
+    ("rules", "[ID|FAMILY|--markdown]", "document the rules (with the vLLM releases each follows)"),
+    ("models", "[NAME ...]", "list the models pdlint knows the attention shape of"),
+    ("versions", "", "list the vLLM releases pdlint follows"),
+    ("schema", "", "print the JSON Schema of pdlint's variables"),
+    ("lsp", "[--stdio]", "run the language server over stdio (needs: pip install 'pdlint[lsp]')"),
+)
+
+
+def _epilog() -> str:
+    rows = [(f"pdlint {name} {args}".rstrip(), what) for name, args, what in SUBCOMMANDS]
+    width = max(len(usage) for usage, _ in rows)
+    return "subcommands:\n" + "".join(f"  {usage:{width}}  {what}\n" for usage, what in rows)
+
+
 def parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.REPORTERS)),
             description: str = "Lint vLLM prefill/decode topologies in Ansible inventories.",
             format_help: str = "output format (default: text, or github when GITHUB_ACTIONS=true)",
-            ) -> argparse.ArgumentParser:
-    """pdlint's options; `pdlint explain` takes the same ones with its own formats."""
-    ap = argparse.ArgumentParser(prog=prog, description=description, epilog=(
-        "Also: `pdlint rules [ID]` documents the rules; `pdlint models [NAME]` lists the models pdlint knows; "
-        "`pdlint versions` lists the vLLM releases; `pdlint schema` prints the JSON Schema; "
-        "`pdlint explain` shows the topology vLLM will build."))
+            lint: bool = True) -> argparse.ArgumentParser:
+    """pdlint's options; `pdlint explain` (lint=False) takes those that mean something to it, with its own formats."""
+    ap = argparse.ArgumentParser(prog=prog, description=description, epilog=_epilog() if lint else None,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter if lint
+                                 else argparse.HelpFormatter)  # raw: the epilog's table keeps its lines
     ap.add_argument("paths", nargs="*", metavar="PATH", help="inventory file or directory, or any file inside one")
     ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
                     help="inventory source, as in Ansible (repeatable; together they form one inventory)")
     ap.add_argument("-f", "--format", choices=list(formats), default=None, help=format_help)
-    ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
-                    help="exit 1 on warnings too (default: the config's `strict`, else off)")
+    if lint:  # explain exits 0 whatever it shows
+        ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
+                        help="exit 1 on warnings too (default: the config's `strict`, else off)")
     ap.add_argument("--select", metavar="RULES",
                     help="comma-separated rule ids or families to report (replaces the config's)")
     ap.add_argument("--ignore", metavar="RULES",
                     help="comma-separated rule ids or families not to report (replaces the config's)")
-    ap.add_argument("--show-suppressed", action="store_true", help="also list the findings pdlint_skip suppressed")
+    if lint:  # explain lists no suppressed findings
+        ap.add_argument("--show-suppressed", action="store_true",
+                        help="also list the findings pdlint_skip suppressed")
     ap.add_argument("--config", metavar="FILE",
                     help="configuration file (default: .pdlint.yaml or pyproject.toml [tool.pdlint], "
                          "from here up to the git root)")
@@ -67,9 +86,10 @@ def parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.RE
     ap.add_argument("--vllm-version", type=_release, metavar="RELEASE",
                     help="vLLM release for hosts whose inventory and config file set no vllm_version "
                          f"(default: the newest known, {NEWEST_VLLM}; see `pdlint versions`)")
-    ap.add_argument("--no-cache", action="store_true",
-                    help="neither read nor write the cache of earlier results (also: PDLINT_NO_CACHE=1); "
-                         "it lives under $XDG_CACHE_HOME/pdlint, never in the inventory")
+    if lint:  # explain never uses the cache
+        ap.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the cache of earlier results (also: PDLINT_NO_CACHE=1); "
+                             "it lives under $XDG_CACHE_HOME/pdlint, never in the inventory")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     ap.add_argument("--version", action="version", version=f"pdlint {__version__} (vLLM rules: {NEWEST_VLLM})")
     return ap

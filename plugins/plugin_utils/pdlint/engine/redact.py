@@ -1,4 +1,4 @@
-"""Vault-decrypted values never reach any output: their text is masked in every finding."""
+"""Vault-decrypted values never reach any output: their text is masked in every finding (and explain model)."""
 from __future__ import annotations
 
 import dataclasses
@@ -29,12 +29,47 @@ def secret_texts(hosts: Iterable[HostVars]) -> set[str]:
 
 
 def apply(findings: Sequence[Finding], secrets: set[str]) -> list[Finding]:
-    """findings with every secret text in message and hint replaced by <vaulted> (whole tokens only)."""
+    """findings with every secret text in message, hint and deployment replaced by <vaulted> (whole tokens only)."""
     if not secrets:
         return list(findings)
-    pattern = re.compile("|".join(rf"(?<![\w.]){re.escape(s)}(?![\w.])" for s in sorted(secrets, key=len, reverse=True)))
+    pattern = _pattern(secrets)
 
     def mask(text: str | None) -> str | None:
         return None if text is None else pattern.sub(MASK, text)
 
-    return [dataclasses.replace(f, message=mask(f.message) or "", hint=mask(f.hint)) for f in findings]
+    # the deployment too: a vaulted vllm_pd_deployment names it (JSON, SARIF and explain print it)
+    return [dataclasses.replace(f, message=mask(f.message) or "", hint=mask(f.hint), deployment=mask(f.deployment))
+            for f in findings]
+
+
+def vaulted_fields(hv: HostVars, index: int | None) -> frozenset[str]:
+    """The contract names of one instance (a vllm_instances item, or the host's own values) whose value holds
+    vault-decrypted text, dotted into mappings (`env.CUDA_VISIBLE_DEVICES`, `kv_transfer_config.kv_port`); `*` when
+    vllm_args does (any launch argument may come from it). An item inherits its host's values, so their secrets."""
+    out: set[str] = set()
+    for path in hv.secrets:
+        head, rest = path[0], path[1:]
+        if head == "vllm_instances":
+            if len(path) < 3 or path[1] != index:
+                continue
+            head, rest = path[2], path[3:]
+        elif isinstance(head, str) and head.startswith("vllm_"):
+            head = head[len("vllm_"):]
+        else:
+            continue
+        out.add("*" if head == "args" else ".".join(str(p) for p in (head, *rest)))
+    return frozenset(out)
+
+
+def vaulted(fields: frozenset[str], name: str) -> bool:
+    """Whether the value of name (dotted), what holds it, or anything in it is vault-decrypted."""
+    return "*" in fields or any(f == name or name.startswith(f + ".") or f.startswith(name + ".") for f in fields)
+
+
+def mask_text(text: str, secrets: set[str]) -> str:
+    """text with every secret text replaced by <vaulted> (whole tokens only, as in findings)."""
+    return _pattern(secrets).sub(MASK, text) if secrets else text
+
+
+def _pattern(secrets: set[str]) -> re.Pattern[str]:
+    return re.compile("|".join(rf"(?<![\w.]){re.escape(s)}(?![\w.])" for s in sorted(secrets, key=len, reverse=True)))

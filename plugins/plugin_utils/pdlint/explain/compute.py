@@ -1,35 +1,51 @@
 """Topology + findings -> the explain model, asking the vllm layer what each release does (no rank math here)."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
 from ..finding import Finding
+from ..hostvars import HostVars
 from ..rules.pairs import checked
 from ..topology.types import Deployment, Engine, Topology
 from ..vllm import moriio, nixl, parallel, parallel_config, ports, ranks, registry
 from ..vllm import pair as vpair
 from ..vllm.releases import DEFAULT, resolve
 from .model import DeploymentView, EngineView, Explanation, Link, PairView, Port, Worker
+from .vaulted import MASK, RANK_MAP, SHAPE, Vault
 
 _PAIR_RULES = ("deployment[connector]",)
 
 
-def explain(topology: Topology, findings: Sequence[Finding]) -> Explanation:
-    """The explain model of topology, with each finding attached to the element it concerns."""
+def explain(topology: Topology, findings: Sequence[Finding], hosts: Sequence[HostVars] = ()) -> Explanation:
+    """The explain model of topology, with each finding attached to the element it concerns; what would show
+    a vault-decrypted value of hosts (the hosts checked) is <vaulted>."""
+    vault = Vault(hosts)
     by_dep: dict[str | None, list[Finding]] = {}
     for f in findings:
         by_dep.setdefault(f.deployment, []).append(f)
     # The pairs the rules checked, with their Sides and problems: explain shows what the rules judged.
     judged = {(id(p), id(d)): (sp, sd, problems) for p, d, sp, sd, problems in checked(topology)}
-    deployments = tuple(_deployment(dep, by_dep.pop(dep.name, []), judged) for dep in topology.deployments)
+    deployments = tuple(_deployment(dep, _of(dep, by_dep, vault), judged, vault) for dep in topology.deployments)
     loose = tuple(sorted(f for fs in by_dep.values() for f in fs))
-    return Explanation(deployments, loose)
+    return vault.strings(Explanation(deployments, loose))
+
+
+def _of(dep: Deployment, by_dep: dict[str | None, list[Finding]], vault: Vault) -> list[Finding]:
+    """The findings of dep, taken from by_dep (a vaulted name is <vaulted> in findings: theirs are on dep's hosts)."""
+    mine = by_dep.pop(dep.name, [])
+    masked = vault.strings(dep.name)
+    if masked != dep.name and masked in by_dep:
+        hosts = {h for e in (*dep.prefill, *dep.decode) for h in e.hosts}
+        mine += [f for f in by_dep[masked] if set(f.hosts) <= hosts]
+        by_dep[masked] = [f for f in by_dep[masked] if not set(f.hosts) <= hosts]
+    return mine
 
 
 Judged = dict[tuple[int, int], tuple[vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]]
 
 
-def _deployment(dep: Deployment, findings: list[Finding], judged: Judged) -> DeploymentView:
+def _deployment(dep: Deployment, findings: list[Finding], judged: Judged, vault: Vault) -> DeploymentView:
     engines = (*dep.prefill, *dep.decode)
     left = list(findings)
     pairs = []
@@ -39,13 +55,15 @@ def _deployment(dep: Deployment, findings: list[Finding], judged: Judged) -> Dep
         sp, sd, problems = found if found else (vpair.Side.of(p.lead), vpair.Side.of(d.lead), ())
         rules = {pr.rule for pr in problems} | set(_PAIR_RULES)
         mine = _take(left, lambda f, rules=rules, p=p, d=d: f.rule in rules and _touches(f, p) and _touches(f, d))
-        pairs.append(_pair(p, d, sp, sd, mine))
+        pairs.append(_masked_pair(_pair(p, d, sp, sd, mine), p, d, vault))
     views = []
     for e in engines:
         mine = _take(left, lambda f, e=e: set(f.hosts) <= set(e.hosts) and _only(f, e, engines))
-        views.append(_engine(e, mine))
+        views.append(_engine(e, mine, vault))
     releases = tuple(sorted({v.release for v in views}))
-    return DeploymentView(dep.name, releases, tuple(views), tuple(pairs), tuple(sorted(left)))
+    every = [i for e in engines for i in e.instances]
+    return DeploymentView(vault.value(every, "pd_deployment", dep.name), releases, tuple(views), tuple(pairs),
+                          tuple(sorted(left)))
 
 
 def _take(pool: list[Finding], wanted: Callable[[Finding], bool]) -> tuple[Finding, ...]:
@@ -69,19 +87,43 @@ def _release(text: str | None) -> str:
     return str(resolve(text).release or DEFAULT)
 
 
-def _engine(e: Engine, findings: tuple[Finding, ...]) -> EngineView:
-    lead = e.lead
+def _engine(e: Engine, findings: tuple[Finding, ...], vault: Vault) -> EngineView:
+    lead, every = e.lead, e.instances
     workers = []
-    for inst in sorted(e.instances, key=lambda i: (i.node_rank, i.host)):
+    for inst in () if vault.any(every, *SHAPE) else sorted(every, key=lambda i: (i.node_rank, i.host)):
         visible = parallel.visible_devices(inst.env) if inst.knows("env.CUDA_VISIBLE_DEVICES") else None
         start = parallel_config.dp_ranks(registry.release(inst), inst).start  # as vLLM numbers them
+        hidden = vault.any((inst,), "env.CUDA_VISIBLE_DEVICES")
         for dp, pp, tp, gpu in parallel.rank_devices(inst.tp, inst.pp, inst.dp_local, inst.nnodes, inst.node_rank,
                                                      visible):
             if start + dp < lead.dp:  # a rank past the engine's DP is parallel[dp-rank]'s finding, not a worker
-                workers.append(Worker(inst.host, inst.node, start + dp, pp, tp, gpu))
-    binds = tuple(Port(inst.host, b.port, b.what, inst.label) for inst in e.instances for b in ports.binds(inst))
-    return EngineView(lead.instance_id, lead.role, _release(lead.version), registry.canonical(lead.connector),
-                      lead.tp, lead.pp, lead.dp, lead.nnodes, e.hosts, tuple(workers), binds, findings)
+                workers.append(Worker(inst.host, vault.value((inst,), "node", inst.node), start + dp, pp, tp,
+                                      MASK if hidden else gpu))
+    binds = tuple(Port(inst.host, port, what, inst.label) for inst in every
+                  for port, what in vault.ports(inst, ports.binds(inst)))
+    connector = vault.value(every, "kv_transfer_config.kv_connector", registry.canonical(lead.connector))
+    return EngineView(vault.value(every, "instance_id", lead.instance_id), lead.role,
+                      vault.value(every, "version", _release(lead.version)), connector,
+                      vault.value(every, "tensor_parallel_size", lead.tp),
+                      vault.value(every, "pipeline_parallel_size", lead.pp),
+                      vault.value(every, "data_parallel_size", lead.dp), vault.value(every, "nnodes", lead.nnodes),
+                      e.hosts, tuple(workers), binds, findings)
+
+
+def _masked_pair(view: PairView, p: Engine, d: Engine, vault: Vault) -> PairView:
+    """The pair as shown: no rank map (nor acks) where it would show a vaulted TP or model; vaulted names masked."""
+    if not vault:
+        return view
+    both = (*p.instances, *d.instances)
+    hide = vault.any(both, *RANK_MAP, "kv_transfer_config")
+    return dataclasses.replace(
+        view, prefill=vault.value(p.instances, "instance_id", view.prefill),
+        decode=vault.value(d.instances, "instance_id", view.decode),
+        connector=vault.value(both, "kv_transfer_config.kv_connector", view.connector),
+        release=vault.value(both, "version", view.release),
+        links=() if hide else view.links, acks=None if hide else view.acks,
+        acks_what=None if hide else view.acks_what,
+        note="rank map not shown: it would show vault-encrypted values" if hide and view.links else view.note)
 
 
 def _pair(p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side, findings: tuple[Finding, ...]) -> PairView:

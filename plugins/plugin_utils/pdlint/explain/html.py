@@ -87,7 +87,9 @@ def _pair(pair: PairView, engines: dict[str, EngineView]) -> str:
            f" <small>({_e(how)}){acks}</small></h3>")]
     if pair.note:
         out.append(f"<p>{_e(pair.note)}</p>")
-    out.append(rank_graph(pair, engines[pair.prefill], engines[pair.decode]))
+    p, d = engines[pair.prefill], engines[pair.decode]
+    if isinstance(p.tp, int) and isinstance(d.tp, int):  # a vaulted TP draws no ranks
+        out.append(rank_graph(pair, p, d))
     return "".join(out) + _findings(pair.findings)
 
 

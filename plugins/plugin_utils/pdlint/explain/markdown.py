@@ -5,8 +5,14 @@ from .model import DeploymentView, Explanation, acks_text
 from .text import gpus
 
 
-def cell(value: object) -> str:
+def code(value: object) -> str:
+    """A table cell's code span (`name`): pipes escaped; no entities, a code span shows them verbatim."""
     return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def cell(value: object) -> str:
+    """A table cell: pipes escaped, and angle brackets, which GitHub would take for HTML (`<vaulted>`)."""
+    return str(value).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def label(text: str) -> str:
@@ -20,7 +26,7 @@ def mermaid(dep: DeploymentView) -> list[str]:
     ids = {}
     for i, e in enumerate(dep.engines):
         out.append(f'  subgraph e{i}["{label(f"{e.role} {e.name} (TP {e.tp})")}"]')
-        for rank in range(e.tp):
+        for rank in range(e.tp if isinstance(e.tp, int) else 0):  # a vaulted TP draws no ranks
             ids[(e.name, rank)] = f"e{i}r{rank}"
             out.append(f'    e{i}r{rank}["rank {rank}"]')
         out.append("  end")
@@ -40,7 +46,7 @@ def mermaid(dep: DeploymentView) -> list[str]:
 def deployment(dep: DeploymentView) -> list[str]:
     out = [f"### Deployment `{dep.name}` (vLLM {', '.join(dep.releases)})", "",
            "| role | engine | hosts | TP | PP | DP | connector | GPUs |", "|---|---|---|---|---|---|---|---|"]
-    out += [f"| {e.role} | `{cell(e.name)}` | {cell(', '.join(e.hosts))} | {e.tp} | {e.pp} | {e.dp} | "
+    out += [f"| {e.role} | `{code(e.name)}` | {cell(', '.join(e.hosts))} | {cell(e.tp)} | {cell(e.pp)} | {cell(e.dp)} | "
             f"{cell(e.connector or '-')} | {cell(gpus(e))} |" for e in dep.engines]
     out += ["", "| prefill -> decode | status | rank map | acks per prefill rank | findings |", "|---|---|---|---|---|"]
     for p in dep.pairs:
@@ -48,15 +54,15 @@ def deployment(dep: DeploymentView) -> list[str]:
         how = p.mode + f" (vLLM {p.release})" if p.mode else cell(p.note or "")
         acks = acks_text(p) or "-"
         rules = ", ".join(f"`{f.rule}`" for f in p.findings) or "-"
-        out.append(f"| `{cell(p.prefill)}` -> `{cell(p.decode)}` | {status} | {how} | {acks} | {rules} |")
+        out.append(f"| `{code(p.prefill)}` -> `{code(p.decode)}` | {status} | {how} | {acks} | {rules} |")
     out += ["", *mermaid(dep), ""]
     if dep.ports:
         out += ["| host | port | what | instance |", "|---|---|---|---|"]
-        out += [f"| {cell(p.host)} | {p.port} | {cell(p.what)} | {cell(p.instance)} |" for p in dep.ports]
+        out += [f"| {cell(p.host)} | {cell(p.port)} | {cell(p.what)} | {cell(p.instance)} |" for p in dep.ports]
         out.append("")
     findings = [*dep.findings, *(f for e in dep.engines for f in e.findings),
                 *(f for p in dep.pairs for f in p.findings)]
-    out += [f"- **{f.rule}** ({f.severity}) `{cell(f.origin)}`: {cell(f.message)}" for f in sorted(findings)]
+    out += [f"- **{f.rule}** ({f.severity}) `{code(f.origin)}`: {cell(f.message)}" for f in sorted(findings)]
     return out + ([""] if findings else [])
 
 
@@ -64,5 +70,5 @@ def render(expl: Explanation, colour: bool = False) -> str:
     out = ["## pdlint explain", ""]
     for dep in expl.deployments:
         out += deployment(dep)
-    out += [f"- **{f.rule}** ({f.severity}) `{cell(f.origin)}`: {cell(f.message)}" for f in expl.findings]
+    out += [f"- **{f.rule}** ({f.severity}) `{code(f.origin)}`: {cell(f.message)}" for f in expl.findings]
     return "\n".join(out).rstrip("\n") + "\n"

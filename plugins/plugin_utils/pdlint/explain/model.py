@@ -23,7 +23,7 @@ class Port:
     """One listener: the host, the port, what binds it, and the instance that binds it."""
 
     host: str
-    port: int
+    port: int | str  # str: <vaulted>
     what: str
     instance: str
 
@@ -36,10 +36,10 @@ class EngineView:
     role: str
     release: str
     connector: str | None
-    tp: int
-    pp: int
-    dp: int
-    nnodes: int
+    tp: int | str  # str: <vaulted> (so are any of these sizes, and release, name, connector)
+    pp: int | str
+    dp: int | str
+    nnodes: int | str
     hosts: tuple[str, ...]
     workers: tuple[Worker, ...]
     ports: tuple[Port, ...]
@@ -124,7 +124,8 @@ class DeploymentView:
 
     @property
     def ports(self) -> tuple[Port, ...]:
-        return tuple(sorted((p for e in self.engines for p in e.ports), key=lambda p: (p.host, p.port, p.what)))
+        return tuple(sorted((p for e in self.engines for p in e.ports),
+                            key=lambda p: (p.host, isinstance(p.port, str), str(p.port).zfill(5), p.what)))
 
 
 @dataclasses.dataclass(frozen=True)

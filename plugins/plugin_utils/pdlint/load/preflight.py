@@ -43,6 +43,8 @@ class Preflight:
     # Vars files whose variables the scan built (events.py): path as walked -> (file their origins name, variables)
     values: dict[str, tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=dict)
     by_file: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)  # path as walked -> its findings
+    # absolute path -> an editor's unsaved text, read instead of the file by every loader (ansible-core's too)
+    overlay: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def read_bounded(path: str, limits: Limits, overlay: Mapping[str, str] | None = None) -> bytes:
@@ -131,7 +133,7 @@ def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: b
 def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
            overlay: Mapping[str, str] | None, memo: Any) -> Preflight:
     limits = limits or Limits()
-    found = Preflight(memo=memo)
+    found = Preflight(memo=memo, overlay=dict(overlay or {}))
     walk = Walk(limits)
     inventory, vars_files = walk_files(sources, limits, walk)
     found.vars_files, found.inventory_files = vars_files, inventory

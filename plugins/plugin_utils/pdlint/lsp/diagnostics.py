@@ -55,11 +55,3 @@ def by_file(outcome: Outcome, read: Read, anchor: str) -> dict[str, list[t.Diagn
         else:
             out.setdefault(anchor, []).append(diagnostic(f, outcome, read, Origin(anchor, 1, 1)))
     return out
-
-
-def fell_back(outcome: Outcome, path: str) -> t.Diagnostic:
-    """Info on an unsaved buffer whose inventory ansible-core reads from disk."""
-    return t.Diagnostic(
-        range=t.Range(t.Position(0, 0), t.Position(0, 0)), severity=t.DiagnosticSeverity.Information,
-        source="pdlint", message=f"ansible-core's loader reads this inventory from disk ({outcome.fell_back}): "
-                                 "unsaved changes in this file are checked when you save it")

@@ -13,7 +13,7 @@ from ..config import value as configuration
 from ..config.value import Config, ConfigError
 from ..engine import core as engine
 from ..finding import Finding, Origin
-from ..hostvars import HostVars, is_template
+from ..hostvars import HostVars
 from ..load import guard
 from ..load.errors import LoadError, load_error, no_hosts
 from ..load.layout import VARS_DIRS, source_dir
@@ -49,7 +49,6 @@ class Outcome:
     hosts: tuple[HostVars, ...] = ()
     topology: Topology | None = None
     failed: Finding | None = None  # a load-error: the other files keep their last diagnostics
-    fell_back: str | None = None  # why ansible-core's loader read (some of) the inventory from disk
 
 
 def _config(source: str) -> Config:
@@ -76,13 +75,14 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
     from ..load import select
 
     notes: list[Finding] = []
-    fell: list[str] = []
     try:
         config = _config(source)
     except ConfigError as exc:
         return Outcome(source, failed=load_error(Origin(source), str(exc)))
     try:
-        hosts = select.load([source], notes=notes, note=fell.append, overlay=overlay, limits=guard.Limits(),
+        # the buffers reach ansible-core's loader too (templated hosts, what the fast loader does not cover), so
+        # its fallback is no news to the editor
+        hosts = select.load([source], notes=notes, note=lambda _: None, overlay=overlay, limits=guard.Limits(),
                             memo=memo)
     except LoadError as exc:
         return Outcome(source, failed=exc.finding)
@@ -90,7 +90,4 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
         return Outcome(source, failed=no_hosts([source]))
     result = engine.lint(hosts, config)
     findings = sorted(configuration.apply(notes, config) + result.findings)
-    why = fell[0] if fell else None
-    if why is None and any(is_template(text) for text in overlay.values()):
-        why = "hosts with Jinja templates are rendered by ansible-core"
-    return Outcome(source, tuple(findings), tuple(hosts), result.topology, fell_back=why)
+    return Outcome(source, tuple(findings), tuple(hosts), result.topology)

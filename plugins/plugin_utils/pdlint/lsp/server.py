@@ -87,16 +87,13 @@ class Server(LanguageServer):
             try:
                 memo = self._memos.setdefault(source, filememo.Memo())
                 outcome = await loop.run_in_executor(self._pool, inventory.check, source, overlay, memo)
-                self.publish(outcome, anchor, overlay)
+                self.publish(outcome, anchor)
             except Exception as exc:  # the editor keeps its server whatever the input
                 log.exception("check of %s failed", source)
                 self.window_log_message(t.LogMessageParams(t.MessageType.Error, f"pdlint: {source}: {exc}"))
 
-    def publish(self, outcome: inventory.Outcome, anchor: str, overlay: dict[str, str]) -> None:
+    def publish(self, outcome: inventory.Outcome, anchor: str) -> None:
         found = diagnostics.by_file(outcome, functools.lru_cache(maxsize=None)(self.read), anchor)  # a read per file
-        if outcome.fell_back:
-            for path in overlay:
-                found.setdefault(path, []).append(diagnostics.fell_back(outcome, path))
         before = self.published.get(outcome.source, set())
         if outcome.failed is None:
             self.outcomes[outcome.source] = outcome

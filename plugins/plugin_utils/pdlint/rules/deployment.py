@@ -15,6 +15,9 @@ def incomplete(topo: Topology) -> Iterator[Hit]:
 
     KV cache produced by prefill must be consumed by a decode instance of the
     same deployment (vllm_pd_deployment); a one-sided deployment serves nothing.
+    A host whose vllm_pd_role or vllm_pd_deployment cannot be rendered
+    statically may be the missing side: the rule is skipped then (never
+    guessed), and `unresolved` names the template.
 
     PASS:
 
@@ -37,6 +40,8 @@ def incomplete(topo: Topology) -> Iterator[Hit]:
         if dep.prefill and dep.decode:
             continue
         missing = "decode" if dep.prefill else "prefill"
+        if any(u.may_be(dep.name, missing) for u in topo.undecided):
+            continue  # a host whose role or deployment is unresolved may be that side (its `unresolved` says so)
         yield hit(present[0], ("pd_deployment",),
                   f"deployment {dep.name!r} has no {missing} instance",
                   f"add a host with vllm_pd_role: {missing} and vllm_pd_deployment: {dep.name}",

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from ..topology.types import Instance, Topology
 from ..vllm import composite, view
 from ..vllm import registry as connectors
-from ..vllm.ports import Bind, binds
+from ..vllm.ports import Bind, binds, self_collision_hint
 from .base import Hit, hit, rule
 
 
@@ -119,7 +119,7 @@ def collision(topo: Topology) -> Iterator[Hit]:
                           f"{_label(inst, bind)} uses port {bind.port}, already taken on {host} by "
                           f"{_label(first, first_bind) if first is not inst else 'the same instance'}",
                           "give each instance on a host its own port range" if where != "itself" else
-                          "MoRIIO offsets ports by DP-local rank + TP rank: run one DP rank per instance, or PP 1",
+                          self_collision_hint(inst, first_bind, bind),
                           also=(first,))
 
 

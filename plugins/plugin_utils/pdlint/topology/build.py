@@ -10,7 +10,7 @@ from ..finding import UNKNOWN, Finding, Origin
 from ..hostvars import HostVars, Unresolved
 from . import facts
 from .coerce import as_int, coerce, kv_config, unreadable_number  # noqa: F401 - kv_config: schema.check imports it from here
-from .types import Deployment, Engine, Instance, ModelFacts, Topology
+from .types import Deployment, Engine, Instance, ModelFacts, Topology, Undecided
 
 _FIELDS = {  # contract name -> Instance attribute
     "pd_deployment": "deployment", "pd_role": "role", "model": "model", "version": "version",
@@ -227,10 +227,34 @@ def _sources(hv: HostVars) -> Iterator[_Source]:
         yield _Source(hv, None)
 
 
+def _undecided(src: _Source, inst: Instance | None) -> Undecided | None:
+    """The source, when its side or deployment is unresolved and it may still be a side of some deployment."""
+    if inst is not None and inst.deployment is not None:
+        return None
+    role, _ = src.get("pd_role")
+    dep, _ = src.get("pd_deployment")
+    if not (isinstance(role, Unresolved) or isinstance(dep, Unresolved)):
+        return None
+    if not (isinstance(role, Unresolved) or role in ("prefill", "decode")):
+        return None  # a role no template makes valid: the schema rule's
+    if not (isinstance(dep, Unresolved) or (isinstance(dep, str) and dep)):
+        return None  # no deployment (or one the schema rejects): a side of none
+    return Undecided(src.hv.host, None if isinstance(dep, Unresolved) else dep,
+                     None if isinstance(role, Unresolved) else role)
+
+
 def build(hosts: Iterable[HostVars]) -> tuple[Topology, list[Finding]]:
     """All instances of all hosts, grouped into engines and deployments."""
     problems: list[Finding] = []
-    instances = [inst for hv in hosts for src in _sources(hv) if (inst := _instance(src, problems))]
+    instances: list[Instance] = []
+    undecided: list[Undecided] = []
+    for hv in hosts:
+        for src in _sources(hv):
+            inst = _instance(src, problems)
+            if inst is not None:
+                instances.append(inst)
+            if (unsure := _undecided(src, inst)) is not None:
+                undecided.append(unsure)
     by_dep: dict[str, dict[str, dict[str, list[Instance]]]] = {}
     for inst in instances:
         if inst.deployment is None:
@@ -245,4 +269,4 @@ def build(hosts: Iterable[HostVars]) -> tuple[Topology, list[Finding]]:
         )
         for name, sides in sorted(by_dep.items())
     )
-    return Topology(tuple(instances), deployments), problems
+    return Topology(tuple(instances), deployments, tuple(undecided)), problems

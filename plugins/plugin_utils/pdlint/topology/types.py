@@ -133,9 +133,22 @@ class Deployment:
 
 
 @dataclasses.dataclass(frozen=True)
+class Undecided:
+    """A host (or vllm_instances item) whose vllm_pd_role or vllm_pd_deployment is a template pdlint cannot render:
+    it may be a side of a deployment, never guessed which (None: unknown)."""
+    host: str
+    deployment: str | None
+    role: str | None
+
+    def may_be(self, deployment: str, role: str) -> bool:
+        return self.deployment in (None, deployment) and self.role in (None, role)
+
+
+@dataclasses.dataclass(frozen=True)
 class Topology:
     instances: tuple[Instance, ...]
     deployments: tuple[Deployment, ...]
+    undecided: tuple[Undecided, ...] = ()
 
     def engines(self) -> Iterator[Engine]:
         for dep in self.deployments:

@@ -71,8 +71,18 @@ def _loader(skip: set[str], checked: preflight.Preflight) -> Any:
     from ansible.parsing.dataloader import DataLoader
 
     vars_files = {os.path.realpath(p): p for p in checked.vars_files}
+    # An editor's unsaved buffers: the hosts ansible-core renders (templates) see the text the fast loader sees.
+    buffers = {os.path.realpath(path): text for path, text in checked.overlay.items()}
 
     class Loader(DataLoader):
+        def _get_file_contents(self, file_name: str) -> tuple[bytes, bool]:
+            if buffers and isinstance(file_name, str) and file_name:
+                path = self.path_dwim(file_name)
+                text = buffers.get(os.path.realpath(path))
+                if text is not None:
+                    return self._decrypt_if_vault_data(_tagged(text.encode("utf-8"), path))
+            return super()._get_file_contents(file_name)
+
         def load_from_file(self, file_name: str, *args: Any, **kwargs: Any) -> Any:
             real = os.path.realpath(self.path_dwim(file_name))
             if real in skip:
@@ -92,6 +102,15 @@ def _loader(skip: set[str], checked: preflight.Preflight) -> Any:
             return data
 
     return Loader()
+
+
+def _tagged(data: bytes, path: str) -> Any:
+    """data tagged with its file, as DataLoader._get_file_contents tags what it reads (origins come from it)."""
+    try:
+        from ansible._internal._datatag._tags import Origin as Tag
+    except ImportError:  # an ansible-core without data tagging: plain bytes
+        return data
+    return Tag(path=path).tag(data)
 
 
 def _check_vars_file(real: str, vars_files: dict[str, str]) -> None:

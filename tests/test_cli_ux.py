@@ -1,0 +1,106 @@
+"""The command line's edges: help that names every subcommand, closed pipes, unwritable outputs, explain's options."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, write_tree
+from pdlint.cli import main
+
+PDLINT = Path(sys.executable).parent / "pdlint"
+INVENTORY = {"hosts.yml": """\
+    all:
+      hosts:
+        p1: {vllm_pd_role: prefill, vllm_pd_deployment: d, vllm_tensor_parallel_size: 3}
+        d1: {vllm_pd_role: decode, vllm_pd_deployment: d}
+    """}
+
+
+def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    dispatched = {"explain", "rules", "models", "versions", "schema", "lsp"}  # cli/__init__.py's _main
+    for name in dispatched:
+        assert f"  pdlint {name}" in out, name
+
+
+@pytest.mark.parametrize("argv", [["lsp", "--help"], ["lsp", "-h"]])
+def test_lsp_help_exits_0(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 0
+    assert "usage: pdlint lsp" in capsys.readouterr().out
+
+
+def test_lsp_help_needs_no_pygls(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "pygls", None)  # `import pygls` now raises ImportError
+    monkeypatch.delitem(sys.modules, "pdlint.lsp.server", raising=False)
+    assert main(["lsp", "--help"]) == 0
+    assert main(["lsp", "--bogus"]) == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--strict", "--no-strict", "--show-suppressed", "--no-cache"])
+def test_explain_rejects_the_lint_only_options(flag: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(write_tree(tmp_path, INVENTORY))
+    assert main(["explain", "hosts.yml", flag]) == 2
+    assert f"unrecognized arguments: {flag}" in capsys.readouterr().err
+    assert main(["explain", "--help"]) == 0
+    assert flag not in capsys.readouterr().out
+
+
+def _closed_pipe(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """Run pdlint with a stdout whose reader is gone before the first write (`| head` that left at once)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([str(PDLINT), *argv], stdout=write, stderr=subprocess.PIPE, cwd=cwd, check=False,
+                              timeout=120)
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("argv", [["rules"], ["rules", "--markdown"], ["rules", "tp"], ["versions"], ["schema"],
+                                  ["models"], ["explain", "hosts.yml"], ["explain", "hosts.yml", "-f", "html"],
+                                  ["--help"], ["lsp", "--help"]])
+def test_a_closed_pipe_exits_0_silently(argv: list[str], tmp_path: Path) -> None:
+    proc = _closed_pipe(argv, write_tree(tmp_path, INVENTORY))
+    assert (proc.returncode, proc.stderr) == (0, b"")
+
+
+def test_a_closed_pipe_keeps_the_lint_verdict(tmp_path: Path) -> None:
+    """The reader leaving says nothing about the inventory: findings still exit 1, a clean one 0."""
+    write_tree(tmp_path, INVENTORY)
+    hosts = (tmp_path / "hosts.yml").read_text()
+    (tmp_path / "hosts.yml").write_text(hosts.replace("vllm_pd_role: decode", "vllm_pd_role: prefill"))
+    proc = _closed_pipe(["hosts.yml"], tmp_path)  # deployment[incomplete]
+    assert (proc.returncode, proc.stderr) == (1, b"")
+    (tmp_path / "hosts.yml").write_text(hosts)
+    proc = _closed_pipe(["hosts.yml"], tmp_path)
+    assert (proc.returncode, proc.stderr) == (0, b"")
+
+
+@pytest.mark.parametrize("where", ["missing/report.html", ".", "readonly/report.html"])
+def test_explain_output_that_cannot_be_written(where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(write_tree(tmp_path, INVENTORY))
+    (tmp_path / "readonly").mkdir()
+    (tmp_path / "readonly").chmod(0o500)
+    if where.startswith("readonly") and os.access(tmp_path / "readonly", os.W_OK):
+        pytest.skip("root writes anywhere")
+    try:
+        assert main(["explain", "hosts.yml", "-o", where]) == 2
+    finally:
+        (tmp_path / "readonly").chmod(0o700)
+    err = capsys.readouterr().err
+    assert err.startswith(f"pdlint: error: cannot write {where}: ") and err.count("\n") == 1, err
+    assert "internal error" not in err
+
+
+def test_readme_contract_table_names_the_newest_release() -> None:
+    from pdlint import NEWEST_VLLM
+
+    row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `vllm_version`"))
+    assert "for now" not in row and NEWEST_VLLM in row, row
