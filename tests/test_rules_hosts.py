@@ -97,6 +97,21 @@ CASES = [
     ("env[ignored]", True, pair("MoRIIOConnector", extra=MORIIO_READ,
                                 d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
     ("env[ignored]", False, pair("NixlConnector", d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
+    # issue 23 item 6: an env number envs.py int()s and cannot read, or a port vLLM cannot bind
+    ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": "5600-5607"}})),
+    ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5600.0}})),
+    ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 70000}})),
+    ("env[invalid]", True, pair("MooncakeConnector", version="0.20.0",
+                                p={"env": {"VLLM_MOONCAKE_BOOTSTRAP_PORT": "8998.5"}})),
+    ("env[invalid]", True, pair(None, version="0.10.0", p={"env": {"VLLM_USE_V1": "true"}})),
+    ("env[invalid]", True, pair("MoRIIOConnector", version="0.20.0", extra=MORIIO_READ,
+                                p={"env": {"VLLM_MORIIO_NUM_WORKERS": "two"}})),
+    ("env[invalid]", False, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": " +5_600 "}})),
+    ("env[invalid]", False, pair("MoRIIOConnector", extra=MORIIO_READ,  # 0.23.0+: no longer read (env[ignored])
+                                 p={"env": {"VLLM_MORIIO_NUM_WORKERS": "two"}})),
+    ("env[invalid]", False, pair(None, p={"env": {"VLLM_USE_V1": "true"}})),  # 0.11.1+: envs.py has no VLLM_USE_V1
+    ("env[invalid]", False, pair("MoRIIOConnector", extra=MORIIO_READ,  # MoRIIO never reads the NIXL port
+                                 p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": "x"}})),
     ("schema", True, pair(None, p={"tensor_parallel_size": "four"})),
     ("schema", True, pair(None, p={"port": 70000})),
     ("schema", True, pair("NixlConnector", p={"kv.kv_rank": 0})),

@@ -9,7 +9,11 @@ import dataclasses
 from typing import Any
 
 # What vllm_version accepts (vllm/releases.py parses it): 0.25.1, v0.25.1, 0.25, 0.25.1.post1, 0.25.1+cpu.
-VERSION_PATTERN = r"^\s*[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?post\d+)?(?:\+[0-9A-Za-z.]+)?\s*$"
+# Pre-releases (0.14.0rc1, 0.14.0.dev0, 0.14.0rc1.dev12+gabc: what vllm.__version__ of an rc or a source build reads,
+# PEP 440 as setuptools-scm writes it) parse too: releases.resolve says which release's rules they get.
+VERSION_PATTERN = (r"^\s*[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?(?:a|b|rc)\d+)?(?:[.-]?post\d+)?"
+                   r"(?:[.-]?dev\d+)?(?:\+[0-9A-Za-z.]+)?\s*$")
+PRE_RELEASE = r"(?:a|b|rc|dev)\d+"
 INT_STRING = r"^\s*[0-9]+\s*$"
 TEMPLATE = r"(\{\{|\{%)"
 
@@ -129,7 +133,7 @@ VARIABLES: tuple[Var, ...] = (
     Var("pd_deployment", {"type": "string", "minLength": 1}, "Which P/D deployment this instance belongs to (required)."),
     Var("pd_role", {"enum": list(ROLES)}, "Side of the deployment: prefill or decode."),
     Var("model", {"type": "string", "minLength": 1}, "The exact --model string."),
-    Var("version", {"title": "a release like 0.32.0", "type": "string", "pattern": VERSION_PATTERN}, "vLLM release (0.32.0, v0.32.0, 0.32, 0.32.0.post1, 0.32.0+cpu); selects the rules of that release (`pdlint versions` lists them).", "newest known"),
+    Var("version", {"title": "a release like 0.32.0", "type": "string", "pattern": VERSION_PATTERN}, "vLLM release, quoted (0.32.0, v0.32.0, 0.32, 0.32.0.post1, 0.32.0+cpu, 0.32.0rc1); selects the rules of that release (`pdlint versions` lists them).", "newest known"),
     Var("tensor_parallel_size", int_schema(1, MAX_SIZE), "--tensor-parallel-size.", 1),
     Var("pipeline_parallel_size", int_schema(1, MAX_SIZE), "--pipeline-parallel-size.", 1),
     Var("data_parallel_size", int_schema(1, MAX_SIZE), "--data-parallel-size.", 1),

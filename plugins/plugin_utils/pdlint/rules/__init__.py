@@ -24,7 +24,7 @@ STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved,
                             skip.unknown)
 
 CHECKS: tuple[Rule, ...] = (
-    version.unknown,
+    version.unknown, version.pre_release,
     deployment.incomplete, deployment.connector,
     connector.unknown, connector.config, connector.out_of_tree,
     kv_role.missing, kv_role.invalid, kv_role.side, kv_role.moriio_explicit,
@@ -35,7 +35,7 @@ CHECKS: tuple[Rule, ...] = (
     pd_mismatch.hma, pd_mismatch.block_size,
     network.engine_id, network.collision, network.http_mismatch, network.side_channel_host,
     gpu.oversubscribed, gpu.overlap, gpu.count,
-    env.ignored,
+    env.ignored, env.invalid,
 )
 
 REGISTRY: dict[str, Rule] = {r.id: r for r in (*STAGES, *CHECKS)}

@@ -134,15 +134,27 @@ def _problems(doc: dict[str, Any]) -> list[Problem]:
             found.append((path, f"{_name(path)}: {error.message}", None))
         else:
             found.append((path, f"{_name(path)}: {yaml_text(error.instance)} is not {expected(error.schema)}"
-                          if path else error.message, _hint(error.instance)))
+                          if path else error.message, _hint(path, error.instance)))
     return found
 
 
-def _hint(value: Any) -> str | None:
+def _hint(path: Path, value: Any) -> str | None:
+    if path and path[-1] in ("vllm_version", "version"):
+        return _version_hint(value)
     if isinstance(value, float) and value.is_integer():
         return (f"write {int(value)}: Ansible passes {value} to vllm serve as the text {value}, "
                 "which vLLM's int() rejects")
     return None
+
+
+def _version_hint(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "write the release, quoted, as `vllm --version` prints it: \"0.32.0\""
+    if isinstance(value, float):
+        return (f"quote it: \"{value}\"; unquoted, YAML reads it as a number, which loses the release's "
+                "trailing zeros (0.10 becomes 0.1)")
+    return ("write the release you deploy, as `vllm --version` prints it (0.32.0, 0.32.0.post1, 0.32.0rc1); "
+            "`pdlint versions` lists the releases pdlint knows")
 
 
 _SEEN: dict[tuple[Any, ...], list[Problem]] = {}

@@ -22,7 +22,10 @@ def expected(schema: dict[str, Any]) -> str:
     if "enum" in schema:
         return "one of " + ", ".join(map(str, schema["enum"]))
     if "anyOf" in schema:
-        options = [expected(s) for s in schema["anyOf"] if s != TEMPLATE_DEF and "pattern" not in s]
+        # A string form of a number ("an integer written as a string") goes unsaid beside the number; a branch
+        # that is only a pattern (vllm_version's release) is the whole answer.
+        branches = [s for s in schema["anyOf"] if s != TEMPLATE_DEF and s.get("title") != TEMPLATE_DEF["title"]]
+        options = [expected(s) for s in branches if "pattern" not in s] or [expected(s) for s in branches]
         return " or ".join(dict.fromkeys(o for o in options if o))
     kind = schema.get("type")
     if kind in ("integer", "number"):
