@@ -40,7 +40,7 @@ def test_resolve(text: str, release: str, noted: bool) -> None:
 def test_prerelease_of_a_known_release_selects_it_and_says_so(text: str, release: str) -> None:
     found = resolve(text)
     assert found.release == R(release) and found.note is None
-    assert found.prerelease is not None and f"pre-release" in found.prerelease and release in found.prerelease
+    assert found.prerelease is not None and "pre-release" in found.prerelease and release in found.prerelease
 
 
 @pytest.mark.parametrize("text", ["", "latest", "0", "0.x.1", "0.25.1-beta", "v", "1.2.3.4.5"])

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from .. import NEWEST_VLLM
+from .. import NEWEST_VLLM, lax
 from . import facts
 from ..finding import UNKNOWN, Finding, Origin
 from ..hostvars import HostVars, Unresolved
@@ -225,7 +225,7 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
             unresolved.add(key)
             problems.append(_unresolved(src, f"kv_transfer_config.{key}", value.reason, origins[key]))
         elif key == "kv_port":
-            number = _int(value, int_bounds(PORT))
+            number = _int(lax.to_int(value), int_bounds(PORT))  # pydantic lax mode: 14580.0, "14580" (lax.py)
             fields[attr] = number
             if number is None:
                 unresolved.add(key)

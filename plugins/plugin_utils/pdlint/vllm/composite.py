@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .. import lax
 from ..topology.types import Instance, per_instance
 from . import external, registry
 from .history import history
@@ -85,8 +86,9 @@ def _str(value: Any) -> str | None:
 
 
 def _port(value: Any) -> int | None:
-    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
-    return int(text) if text.isdigit() else None
+    """A child's kv_port as KVTransferConfig(**item) gets it (pydantic lax mode, lax.py); None: unusable."""
+    number = lax.to_int(value)
+    return number if number is not None and 1 <= number <= 65535 else None
 
 
 def release(inst: Instance) -> Release:
