@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import lax
 from ..topology.types import Instance, per_instance
-from . import external, registry
+from . import composite_items, external, registry
 from .history import history
 from .releases import Release, Timeline
 
@@ -233,6 +233,8 @@ def config_problems(inst: Instance) -> Iterable[tuple[str, str, str]]:
                f"{'missing' if items is None else 'not a list'} (vLLM {at}: `assert ktcs is not None` or a TypeError)"),
                "list the child connectors, each a kv_transfer_config with kv_connector and kv_role")
         return
+    for message, hint in composite_items.problems(str(name), items, at):
+        yield ("extra.connectors", message, hint)
     for child in children(inst):
         label = f"{name} child {child.index} ({child.connector or 'no kv_connector'})"
         if child.connector is None:
