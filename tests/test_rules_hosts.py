@@ -197,3 +197,28 @@ def test_unknown_variable_points_at_its_name(where: str, text: str | None, colum
     found = lint(hosts, **({where: text} if text else {}))
     [hit] = [f for f in found if f.message.startswith("unknown variable 'vllm_tensor_paralel_size'")]
     assert hit.origin.file == where.replace("__", "/") and hit.origin.column == column, hit
+
+
+def test_null_list_items_are_reported_at_their_own_line(lint) -> None:
+    """Issue 23 item 22: a null (or boolean) item of vllm_instances / pdlint_skip, at its own line:col, both loaders
+    (the lint fixture holds the fast loader's origins equal to ansible-core's)."""
+    found = lint("""\
+        all:
+          vars: {vllm_pd_deployment: r1}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              pdlint_skip:
+                - gpu[count]
+                -
+                - ~
+              vllm_instances:
+                - {pd_role: prefill, port: 8001}
+                - null
+                - [true, false]
+                - true
+            d1: {vllm_pd_role: decode}
+        """)
+    where = {f.message.split(":")[0]: (f.origin.line, f.origin.column) for f in found if f.rule == "schema"}
+    assert where == {"pdlint_skip[1]": (8, 10), "pdlint_skip[2]": (9, 11), "vllm_instances[1]": (12, 11),
+                     "vllm_instances[2]": (13, 11), "vllm_instances[3]": (14, 11)}, where
