@@ -222,3 +222,25 @@ def test_null_list_items_are_reported_at_their_own_line(lint) -> None:
     where = {f.message.split(":")[0]: (f.origin.line, f.origin.column) for f in found if f.rule == "schema"}
     assert where == {"pdlint_skip[1]": (8, 10), "pdlint_skip[2]": (9, 11), "vllm_instances[1]": (12, 11),
                      "vllm_instances[2]": (13, 11), "vllm_instances[3]": (14, 11)}, where
+
+
+@pytest.mark.parametrize("loader", ["fast", "ansible"])
+def test_ini_vars_booleans_say_ini_values_are_strings(tmp_path, monkeypatch, capsys, loader: str) -> None:
+    """Issue 23 item 24: an INI [group:vars] value is a string to Ansible; a boolean or null spelled there is
+    reported as such, with how to write the real one (a host-line Python literal is one: no finding)."""
+    from pdlint.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hosts.ini").write_text(
+        "[prefill]\np1 vllm_pd_role=prefill vllm_model_is_mla=False\n[decode]\nd1 vllm_pd_role=decode\n"
+        "[all:vars]\nvllm_pd_deployment=r1\nvllm_disable_hybrid_kv_cache_manager=false\nvllm_model_has_ssm=Yes\n"
+        "vllm_port=null\nvllm_tensor_parallel_size=2\n")
+    assert main(["hosts.ini", "--format", "json", "--loader", loader]) == 1
+    found = [f for f in json.loads(capsys.readouterr().out) if f["rule"] == "schema"]
+    by_name = {f["message"].split(":")[0]: f for f in found}
+    assert set(by_name) == {"vllm_disable_hybrid_kv_cache_manager", "vllm_model_has_ssm", "vllm_port"}, found
+    for name, f in by_name.items():
+        assert "is a string, not" in f["message"] and "INI [group:vars]" in f["hint"], f
+        assert f"{name}=" in f["hint"] and f["line"] in (7, 8, 9), f
+    assert "not the boolean false" in by_name["vllm_disable_hybrid_kv_cache_manager"]["message"]
+    assert "not null" in by_name["vllm_port"]["message"]

@@ -131,9 +131,36 @@ def _problems(doc: dict[str, Any]) -> list[Problem]:
         elif error.validator == "required":
             found.append((path, f"{path_name(path)}: {error.message}", None))
         else:
-            found.append((path, f"{path_name(path)}: {yaml_text(error.instance)} is not {expected(error.schema)}"
-                          if path else error.message, _hint(path, error.instance)))
+            wanted = expected(error.schema)
+            spelled = _spelled(error.instance, wanted)
+            found.append((path, f"{path_name(path)}: {yaml_text(error.instance)} is "
+                          f"{f'a string, not {spelled} ({wanted} is expected)' if spelled else f'not {wanted}'}"
+                          if path else error.message, _string_hint(path, spelled) or _hint(path, error.instance)))
     return found
+
+
+# YAML 1.1's words for booleans and null: a string spelled so was a YAML-quoted value or an INI [group:vars] value.
+_WORDS = {**dict.fromkeys(("true", "yes", "on"), "true"), **dict.fromkeys(("false", "no", "off"), "false"),
+          **dict.fromkeys(("null", "~", "none"), "null")}
+
+
+def _spelled(value: Any, wanted: str) -> str | None:
+    """The boolean or null a string spells, where one is expected (vllm_x: "false"; INI vars: vllm_x=false)."""
+    word = _WORDS.get(value.strip().lower()) if isinstance(value, str) else None
+    if word is None or ("true or false" not in wanted if word != "null" else "null" not in wanted):
+        return None
+    return "null" if word == "null" else f"the boolean {word}"
+
+
+def _string_hint(path: Path, spelled: str | None) -> str | None:
+    if spelled is None:
+        return None
+    word = spelled.split()[-1]
+    literal = {"true": "True", "false": "False", "null": "None"}[word]
+    name = next((str(p) for p in reversed(path) if isinstance(p, str)), "")
+    return (f"Ansible reads every value of an INI [group:vars] section as a string (and a quoted YAML value is one "
+            f"too): write `{name}: {word}` unquoted in YAML group_vars/host_vars, or `{name}={literal}` on the INI "
+            "host line, where Ansible reads Python literals")
 
 
 def _hint(path: Path, value: Any) -> str | None:
