@@ -22,6 +22,8 @@ LOADER_IDS = {"yaml[key-duplicates]", "inventory[group-name]",
               "inventory[unmatched-vars]", "deployment[role-conflict]"}  # issue 12: ignored vars files, two roles
 # Issue 11: a vllm_version pdlint has no rules of its own for.
 RELEASE_IDS = {"vllm-version[unknown]"}
+# Issue 23: an rc or dev build of a known release (info, item 17); env numbers vLLM cannot read (item 6).
+VALUE_IDS = {"vllm-version[pre-release]", "env[invalid]"}
 # Issue 17: an out-of-tree connector pdlint cannot see into (info).
 OUT_OF_TREE_IDS = {"connector[out-of-tree]"}
 # Issue 23: more GPUs listed than used (a warning), vLLM's DP / node checks, multi-node engine consistency.
@@ -32,7 +34,7 @@ LAYOUT_IDS = {"pd-mismatch[kv-cache-layout]"}
 
 
 def test_registry_has_every_design_rule() -> None:
-    assert set(REGISTRY) == DESIGN_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS | LAYOUT_IDS
+    assert set(REGISTRY) == DESIGN_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS | LAYOUT_IDS | VALUE_IDS
 
 
 def test_check_functions_are_distinct() -> None:

@@ -84,6 +84,15 @@ CASES = [
     ("connector[config]", True, dep({"kv_connector": "MultiConnector", "kv_role": "kv_both"}, NIXL_CHILD)),
     ("connector[config]", True, dep(pd(NIXL_CHILD, DYNAMO_CHILD), NIXL_CHILD,
                                     pv={"disable_hybrid_kv_cache_manager": True})),
+    # Issue 23 item 7: items vLLM cannot build a child from (null, not a mapping, extra config not a mapping).
+    ("connector[config]", True, dep(multi(None, NIXL_CHILD), NIXL_CHILD, pv={"disable_hybrid_kv_cache_manager": True},
+                                    dv={"disable_hybrid_kv_cache_manager": True})),
+    ("connector[config]", True, dep(multi("NixlConnector", NIXL_CHILD), NIXL_CHILD,
+                                    pv={"disable_hybrid_kv_cache_manager": True},
+                                    dv={"disable_hybrid_kv_cache_manager": True})),
+    ("connector[config]", True, dep(multi({**OFFLOAD_CHILD, "kv_connector_extra_config": "x"}, NIXL_CHILD), NIXL_CHILD)),
+    ("connector[config]", False, dep(multi({**NIXL_CHILD, "kv_connector_extra_config": "x"}), NIXL_CHILD,
+                                     version="0.9.0")),  # a plain dataclass: kept unchecked
     # Ports: every child binds its own; two NIXL engines on one host need separate side-channel ports.
     ("port[collision]", True, json.dumps({"all": {"vars": {"vllm_pd_deployment": "dep"}, "hosts": {"gpu1": {
         "vllm_disable_hybrid_kv_cache_manager": True, "vllm_instances": [

@@ -97,6 +97,21 @@ CASES = [
     ("env[ignored]", True, pair("MoRIIOConnector", extra=MORIIO_READ,
                                 d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
     ("env[ignored]", False, pair("NixlConnector", d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
+    # issue 23 item 6: an env number envs.py int()s and cannot read, or a port vLLM cannot bind
+    ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": "5600-5607"}})),
+    ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5600.0}})),
+    ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 70000}})),
+    ("env[invalid]", True, pair("MooncakeConnector", version="0.20.0",
+                                p={"env": {"VLLM_MOONCAKE_BOOTSTRAP_PORT": "8998.5"}})),
+    ("env[invalid]", True, pair(None, version="0.10.0", p={"env": {"VLLM_USE_V1": "true"}})),
+    ("env[invalid]", True, pair("MoRIIOConnector", version="0.20.0", extra=MORIIO_READ,
+                                p={"env": {"VLLM_MORIIO_NUM_WORKERS": "two"}})),
+    ("env[invalid]", False, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": " +5_600 "}})),
+    ("env[invalid]", False, pair("MoRIIOConnector", extra=MORIIO_READ,  # 0.23.0+: no longer read (env[ignored])
+                                 p={"env": {"VLLM_MORIIO_NUM_WORKERS": "two"}})),
+    ("env[invalid]", False, pair(None, p={"env": {"VLLM_USE_V1": "true"}})),  # 0.11.1+: envs.py has no VLLM_USE_V1
+    ("env[invalid]", False, pair("MoRIIOConnector", extra=MORIIO_READ,  # MoRIIO never reads the NIXL port
+                                 p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": "x"}})),
     ("schema", True, pair(None, p={"tensor_parallel_size": "four"})),
     ("schema", True, pair(None, p={"port": 70000})),
     ("schema", True, pair("NixlConnector", p={"kv.kv_rank": 0})),
@@ -216,3 +231,50 @@ def test_self_collision_hint_names_the_colliding_connector(hosts: str, connector
     for f in found:
         assert connector in f.hint and all(w in f.hint for w in words), f.hint
         assert not [n for n in _NAMES if n != connector and n in f.hint], f.hint
+
+
+def test_null_list_items_are_reported_at_their_own_line(lint) -> None:
+    """Issue 23 item 22: a null (or boolean) item of vllm_instances / pdlint_skip, at its own line:col, both loaders
+    (the lint fixture holds the fast loader's origins equal to ansible-core's)."""
+    found = lint("""\
+        all:
+          vars: {vllm_pd_deployment: r1}
+          hosts:
+            p1:
+              vllm_pd_role: prefill
+              pdlint_skip:
+                - gpu[count]
+                -
+                - ~
+              vllm_instances:
+                - {pd_role: prefill, port: 8001}
+                - null
+                - [true, false]
+                - true
+            d1: {vllm_pd_role: decode}
+        """)
+    where = {f.message.split(":")[0]: (f.origin.line, f.origin.column) for f in found if f.rule == "schema"}
+    assert where == {"pdlint_skip[1]": (8, 10), "pdlint_skip[2]": (9, 11), "vllm_instances[1]": (12, 11),
+                     "vllm_instances[2]": (13, 11), "vllm_instances[3]": (14, 11)}, where
+
+
+@pytest.mark.parametrize("loader", ["fast", "ansible"])
+def test_ini_vars_booleans_say_ini_values_are_strings(tmp_path, monkeypatch, capsys, loader: str) -> None:
+    """Issue 23 item 24: an INI [group:vars] value is a string to Ansible; a boolean or null spelled there is
+    reported as such, with how to write the real one (a host-line Python literal is one: no finding)."""
+    from pdlint.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hosts.ini").write_text(
+        "[prefill]\np1 vllm_pd_role=prefill vllm_model_is_mla=False\n[decode]\nd1 vllm_pd_role=decode\n"
+        "[all:vars]\nvllm_pd_deployment=r1\nvllm_disable_hybrid_kv_cache_manager=false\nvllm_model_has_ssm=Yes\n"
+        "vllm_port=null\nvllm_tensor_parallel_size=2\n")
+    assert main(["hosts.ini", "--format", "json", "--loader", loader]) == 1
+    found = [f for f in json.loads(capsys.readouterr().out) if f["rule"] == "schema"]
+    by_name = {f["message"].split(":")[0]: f for f in found}
+    assert set(by_name) == {"vllm_disable_hybrid_kv_cache_manager", "vllm_model_has_ssm", "vllm_port"}, found
+    for name, f in by_name.items():
+        assert "is a string, not" in f["message"] and "INI [group:vars]" in f["hint"], f
+        assert f"{name}=" in f["hint"] and f["line"] in (7, 8, 9), f
+    assert "not the boolean false" in by_name["vllm_disable_hybrid_kv_cache_manager"]["message"]
+    assert "not null" in by_name["vllm_port"]["message"]

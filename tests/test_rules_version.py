@@ -23,6 +23,7 @@ from pdlint.vllm.releases import DEFAULT, KNOWN, NEWEST, R, Timeline, parse, res
     ("0.99.0", NEWEST.text, True),
     ("1.0", NEWEST.text, True),
     ("0.7.0", KNOWN[0].text, True),
+    ("0.13.1.dev5", "0.13.0", True),  # a dev build after 0.13.0, not a known release: the one before it
 ])
 def test_resolve(text: str, release: str, noted: bool) -> None:
     found = resolve(text)
@@ -30,6 +31,16 @@ def test_resolve(text: str, release: str, noted: bool) -> None:
     assert (found.note is not None) is noted
     if noted:
         assert release in found.note
+
+
+@pytest.mark.parametrize(("text", "release"), [
+    ("0.14.0rc1", "0.14.0"), ("0.14.0.dev0", "0.14.0"), ("v0.14.0rc1.dev12+g0123abc", "0.14.0"),
+    ("0.32.0b1", "0.32.0"), ("0.14rc2", "0.14.0"),
+])
+def test_prerelease_of_a_known_release_selects_it_and_says_so(text: str, release: str) -> None:
+    found = resolve(text)
+    assert found.release == R(release) and found.note is None
+    assert found.prerelease is not None and "pre-release" in found.prerelease and release in found.prerelease
 
 
 @pytest.mark.parametrize("text", ["", "latest", "0", "0.x.1", "0.25.1-beta", "v", "1.2.3.4.5"])
@@ -121,3 +132,33 @@ def test_versions_lists_every_release(capsys) -> None:
     assert rows == [r.text for r in KNOWN]
     assert "+MoRIIOConnector" in next(line for line in out.splitlines() if line.startswith("0.14.0 "))
     assert "-P2pNcclConnector" in next(line for line in out.splitlines() if line.startswith("0.24.0 "))
+
+
+@pytest.mark.parametrize(("value", "expect", "hint"), [
+    ("0.13", "is not a release like", 'quote it: "0.13"'),  # a YAML float
+    ("0.10", "is not a release like", "0.1"),  # the float loses the trailing zero: the hint says so
+    ("1", "is not a release like", "quoted"),
+    ("latest", "is not a release like", "pdlint versions"),
+    ("'0.25.1-beta'", "is not a release like", "vllm --version"),
+])
+def test_unparsable_release_says_what_is_expected(tmp_path, monkeypatch, capsys, value, expect, hint) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_tree(tmp_path, PAIR)
+    write_tree(tmp_path, {"group_vars/all.yml": f"vllm_version: {value}\n",
+                          "host_vars/p1.yml": f"vllm_instances: [{{pd_role: prefill, version: {value}}}]\n"})
+    code, found = _json(tmp_path, capsys)
+    errors = [f for f in found if f["rule"] == "schema"]
+    assert code == 1 and len(errors) == 2, found
+    for f in errors:
+        assert expect in str(f["message"]) and hint in str(f["hint"]), f
+
+
+def test_prerelease_is_an_info_finding_at_the_value(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_tree(tmp_path, PAIR)
+    write_tree(tmp_path, {"group_vars/all.yml": "vllm_version: '0.14.0rc1'\n"})
+    code, found = _json(tmp_path, capsys)
+    assert code == 0 and not [f for f in found if f["rule"] in ("schema", "vllm-version[unknown]")]
+    info = [f for f in found if f["rule"] == "vllm-version[pre-release]"]
+    assert info and all(f["severity"] == "info" and "rules of 0.14.0" in str(f["message"]) for f in info)
+    assert info[0]["file"].endswith("group_vars/all.yml") and info[0]["line"] == 1

@@ -218,3 +218,45 @@ def test_an_unset_flag_resolves_as_the_release_resolves_it(release: Release) -> 
             assert not starts or registry.HMA_DEFAULT.at(release) in ("absent", "forced-off"), (release, connectors)
         else:
             assert starts is (composite.children_hma(explicit) is not False), (release, connectors)
+
+
+BROKEN_ITEMS: list[Any] = [None, "NixlConnector", ["NixlConnector"], 7, {**NIXL, "kv_connector_extra_config": "x"},
+                           {**NIXL, "kv_connector_extra_config": None}, {**NIXL, "kv_connector_extra_config": [1]},
+                           {**NIXL, "kv_bogus": 1}, {**NIXL, "kv_connector_extra_config": {}}]
+
+
+def real_config_class(release: Release) -> type:
+    """The release's KVTransferConfig field types (lifted), as a plain dataclass (0.9.0) or a pydantic one (0.9.1+,
+    extra="forbid" from 0.16.0), as the release's own decorators make it."""
+    import dataclasses
+
+    from test_vllm_kv_lax import _TYPES, _annotations
+    pydantic = pytest.importorskip("pydantic")
+    root = ROOTS[release]
+    fields = [(k, eval(a, dict(_TYPES)), dataclasses.field(default=None))  # noqa: S307 - vLLM's own annotations
+              for k, a in _annotations(root).items()]
+    cls = dataclasses.make_dataclass("KVTransferConfig", fields)
+    source = next(p for p in (root / "vllm/config/kv_transfer.py", root / "vllm/config/__init__.py",
+                              root / "vllm/config.py") if p.exists()).read_text(encoding="utf-8")
+    utils = root / "vllm/config/utils.py"
+    forbid = utils.exists() and 'ConfigDict(extra="forbid")' in utils.read_text(encoding="utf-8")
+    if "from pydantic.dataclasses import dataclass" in source or forbid:
+        cls = pydantic.dataclasses.dataclass(cls, config=pydantic.ConfigDict(extra="forbid" if forbid else "ignore"))
+    return cls
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=str)
+def test_items_vllm_cannot_build_a_child_from(release: Release, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A null, non-mapping, or badly typed item: the release's own MultiConnector code fails iff pdlint says so."""
+    pydantic = pytest.importorskip("pydantic")
+    monkeypatch.setattr(sys.modules[__name__], "KVTransferConfig", real_config_class(release))
+    for item in BROKEN_ITEMS:
+        connectors = [item]
+        try:
+            vllm_children(release, connectors)
+            fails = False
+        except (TypeError, AttributeError, pydantic.ValidationError):
+            fails = True
+        inst = _instance(release, connectors)
+        ours = [m for _, m, _ in composite.config_problems(inst) if "child 0" in m and "kv_role" not in m]
+        assert bool(ours) is fails, (release, item, ours)

@@ -8,8 +8,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from . import lax
+
 # What vllm_version accepts (vllm/releases.py parses it): 0.25.1, v0.25.1, 0.25, 0.25.1.post1, 0.25.1+cpu.
-VERSION_PATTERN = r"^\s*[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?post\d+)?(?:\+[0-9A-Za-z.]+)?\s*$"
+# Pre-releases (0.14.0rc1, 0.14.0.dev0, 0.14.0rc1.dev12+gabc: what vllm.__version__ of an rc or a source build reads,
+# PEP 440 as setuptools-scm writes it) parse too: releases.resolve says which release's rules they get.
+VERSION_PATTERN = (r"^\s*[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?(?:a|b|rc)\d+)?(?:[.-]?post\d+)?"
+                   r"(?:[.-]?dev\d+)?(?:\+[0-9A-Za-z.]+)?\s*$")
+PRE_RELEASE = r"(?:a|b|rc|dev)\d+"
 INT_STRING = r"^\s*[0-9]+\s*$"
 TEMPLATE = r"(\{\{|\{%)"
 
@@ -70,6 +76,25 @@ def int_schema(minimum: int, maximum: int) -> dict[str, Any]:
 
 
 PORT = int_schema(1, 65535)
+
+
+def lax_int_schema(minimum: int | None = None, maximum: int | None = None) -> dict[str, Any]:
+    """A KVTransferConfig int field as pydantic's lax JSON mode reads it (lax.to_int), within the bounds."""
+    number: dict[str, Any] = {"type": "integer"}  # JSON Schema's integer: 14580.0 is one, as pydantic reads it
+    if minimum is not None and maximum is not None:
+        number.update(minimum=minimum, maximum=maximum)
+        pattern = lax.int_text_pattern(range_pattern(minimum, maximum))
+    else:
+        pattern = lax.INT_TEXT_PATTERN
+    branches: list[dict[str, Any]] = [number, {"title": "an integer written as a string", "type": "string",
+                                               "pattern": pattern}]
+    for flag in (False, True):  # JSON false/true: pydantic reads them as 0/1
+        if minimum is None or minimum <= int(flag) <= (maximum if maximum is not None else 1):
+            branches.append({"title": f"{str(flag).lower()} (read as {int(flag)})", "const": flag})
+    return {"anyOf": branches}
+
+
+LAX_PORT = lax_int_schema(1, 65535)
 ROLES = ("prefill", "decode")
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")
 # KVTransferConfig's fields in any release (vllm/kvconfig.py has them per release; the `schema` rule checks
@@ -103,21 +128,21 @@ KV_TRANSFER_CONFIG: dict[str, Any] = {
         "kv_role": {"anyOf": [{"enum": list(KV_ROLES)}, {"type": "null"}],
                     "description": "Whether this instance produces, consumes KV cache, or both: kv_producer "
                     "(prefill), kv_consumer (decode) or kv_both."},
-        "kv_port": {**PORT, "description": "The KV connector port (P2pNccl binds kv_port + rank).", "default": 14579},
+        "kv_port": {**LAX_PORT, "description": "The KV connector port (P2pNccl binds kv_port + rank).", "default": 14579},
         "kv_connector_extra_config": {"type": "object", "description": "Connector-specific settings (the keys "
                                       "depend on kv_connector)."},
         "kv_connector_module_path": {"type": ["string", "null"], "description": "Python module to load an "
                                      "out-of-tree connector from (vLLM 0.9.0+)."},
-        "enable_permute_local_kv": {"type": "boolean", "description": "Experimental: HND to NHD KV transfer "
+        "enable_permute_local_kv": {**lax.bool_schema(), "description": "Experimental: HND to NHD KV transfer "
                                     "(vLLM 0.11.1+).",
                                     "default": False},
         "kv_load_failure_policy": {"enum": ["recompute", "fail"], "description": "What a failed KV load does: "
                                    "recompute the prefill, or fail the request (vLLM 0.13.0+; default recompute "
                                    "before 0.17.0).", "default": "fail"},
-        "kv_buffer_size": {"type": "number", "description": "KV buffer size in bytes" + _OLD + ".", "default": 1e9},
-        "kv_rank": {"type": ["integer", "null"], "description": "Rank of this instance in the KV transfer" + _OLD
+        "kv_buffer_size": {**lax.float_schema(), "description": "KV buffer size in bytes" + _OLD + ".", "default": 1e9},
+        "kv_rank": {"anyOf": [lax_int_schema(), {"type": "null"}], "description": "Rank of this instance in the KV transfer" + _OLD
                     + "."},
-        "kv_parallel_size": {"type": "integer", "description": "Number of instances in the KV transfer" + _OLD + ".",
+        "kv_parallel_size": {**lax_int_schema(), "description": "Number of instances in the KV transfer" + _OLD + ".",
                              "default": 1},
         "kv_ip": {"type": "string", "description": "IP of the KV transfer master" + _OLD + ".",
                   "default": "127.0.0.1"},
@@ -129,7 +154,7 @@ VARIABLES: tuple[Var, ...] = (
     Var("pd_deployment", {"type": "string", "minLength": 1}, "Which P/D deployment this instance belongs to (required)."),
     Var("pd_role", {"enum": list(ROLES)}, "Side of the deployment: prefill or decode."),
     Var("model", {"type": "string", "minLength": 1}, "The exact --model string."),
-    Var("version", {"title": "a release like 0.32.0", "type": "string", "pattern": VERSION_PATTERN}, "vLLM release (0.32.0, v0.32.0, 0.32, 0.32.0.post1, 0.32.0+cpu); selects the rules of that release (`pdlint versions` lists them).", "newest known"),
+    Var("version", {"title": "a release like 0.32.0", "type": "string", "pattern": VERSION_PATTERN}, "vLLM release, quoted (0.32.0, v0.32.0, 0.32, 0.32.0.post1, 0.32.0+cpu, 0.32.0rc1); selects the rules of that release (`pdlint versions` lists them).", "newest known"),
     Var("tensor_parallel_size", int_schema(1, MAX_SIZE), "--tensor-parallel-size.", 1),
     Var("pipeline_parallel_size", int_schema(1, MAX_SIZE), "--pipeline-parallel-size.", 1),
     Var("data_parallel_size", int_schema(1, MAX_SIZE), "--data-parallel-size.", 1),

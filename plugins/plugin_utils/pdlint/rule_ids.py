@@ -10,7 +10,8 @@ from collections.abc import Iterable
 
 IDS = frozenset((
     "connector[config]", "connector[out-of-tree]", "connector[unknown]", "deployment[connector]",
-    "deployment[incomplete]", "deployment[role-conflict]", "engine-id[duplicate]", "env[ignored]", "gpu[count]",
+    "deployment[incomplete]", "deployment[role-conflict]", "engine-id[duplicate]", "env[ignored]", "env[invalid]",
+    "gpu[count]",
     "gpu[overlap]", "gpu[oversubscribed]", "gpu[unused]", "inventory[group-name]", "inventory[unmatched-vars]",
     "kv-heads[moriio-replicated]", "kv-heads[nixl-prefill-replicated]", "kv-role[invalid]", "kv-role[missing]",
     "kv-role[moriio-explicit]", "kv-role[side]", "load-error", "model-facts", "multinode[dp-ranks]",
@@ -19,7 +20,8 @@ IDS = frozenset((
     "pd-mismatch[block-size]", "pd-mismatch[dtype]", "pd-mismatch[hma]", "pd-mismatch[kv-cache-dtype]",
     "pd-mismatch[kv-cache-layout]", "pd-mismatch[model]", "pd-mismatch[vllm-version]", "port[collision]", "port[http-mismatch]", "schema",
     "skip[unknown]", "skip[unused]", "tp-ratio[mooncake]", "tp-ratio[moriio-write]", "tp-ratio[moriio]",
-    "tp-ratio[nixl]", "tp-ratio[p2p-nccl]", "tp[heads]", "tp[kv-heads]", "unresolved", "vllm-version[unknown]",
+    "tp-ratio[nixl]", "tp-ratio[p2p-nccl]", "tp[heads]", "tp[kv-heads]", "unresolved", "vllm-version[pre-release]",
+    "vllm-version[unknown]",
     "yaml[key-duplicates]",
 ))
 

@@ -8,7 +8,7 @@ from ..vllm.releases import KNOWN
 # Rules that do not depend on the vLLM release (pdlint's own input checks, or facts of the inventory itself).
 SAME_IN_EVERY_RELEASE = frozenset((
     "schema", "load-error", "unresolved", "yaml[key-duplicates]", "inventory[group-name]", "skip[unused]",
-    "skip[unknown]", "model-facts", "vllm-version[unknown]", "inventory[unmatched-vars]", "deployment[role-conflict]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
+    "skip[unknown]", "model-facts", "vllm-version[unknown]", "vllm-version[pre-release]", "inventory[unmatched-vars]", "deployment[role-conflict]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
     "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]", "gpu[unused]", "multinode[shape]",
     "multinode[nodes]", "multinode[dp-ranks]",
 ))

@@ -11,6 +11,7 @@ from typing import Any
 from ..finding import Origin
 from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant, is_template
 from ..paths import display_path
+from . import item_origins
 
 try:  # internal API of ansible-core 2.19+: origins are best effort
     from ansible._internal._datatag._tags import Origin as _AnsibleOrigin
@@ -86,13 +87,26 @@ def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | 
     if isinstance(value, Mapping):
         return {str(k): _item(k, v, (*path, str(k)), origins, render, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v, (*path, i), origins, render, secrets) for i, v in enumerate(value)]
+        items = [plain(v, (*path, i), origins, render, secrets) for i, v in enumerate(value)]
+        if origin is not None and origin.line is not None and any(i is None or isinstance(i, bool) for i in items):
+            _untagged_items(value, origin, path, items, origins)
+        return items
     if isinstance(value, bool) or value is None:
         return value
     for native in (int, float, str):
         if isinstance(value, native):
             return native(value)
     return value
+
+
+def _untagged_items(value: Any, origin: Origin, path: Path, items: list[Any], origins: dict[Path, Origin]) -> None:
+    """Null and boolean list items carry no tag: their place from the file, as the fast loader has it."""
+    tag = _AnsibleOrigin.get_tag(value)
+    marks = item_origins.items(tag.path, tag.line_num, tag.col_num) if tag is not None and tag.path else None
+    if marks is None or len(marks) != len(items):
+        return
+    for i, (line, column) in enumerate(marks):
+        origins.setdefault((*path, i), Origin(origin.file, line, column))
 
 
 def _item(key: Any, value: Any, path: Path, origins: dict[Path, Origin], render: Render | None,

@@ -27,7 +27,7 @@ STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved,
                             skip.unknown)
 
 CHECKS: tuple[Rule, ...] = (
-    version.unknown,
+    version.unknown, version.pre_release,
     deployment.incomplete, deployment.connector,
     connector.unknown, connector.config, connector.out_of_tree,
     kv_role.missing, kv_role.invalid, kv_role.side, kv_role.moriio_explicit,
@@ -41,7 +41,7 @@ CHECKS: tuple[Rule, ...] = (
     parallel.dp_local, parallel.dp_rank, parallel.nnodes, parallel.node_rank,
     multinode.nodes, multinode.shape, multinode.dp_ranks,
     gpu.oversubscribed, gpu.overlap, gpu.count, gpu.unused,
-    env.ignored,
+    env.ignored, env.invalid,
 )
 
 REGISTRY: dict[str, Rule] = {r.id: r for r in (*STAGES, *CHECKS)}

@@ -1,10 +1,10 @@
-"""env[ignored]: environment variables the pinned release no longer reads."""
+"""env[ignored], env[invalid]: environment variables the pinned release no longer reads, or cannot read."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from ..topology.types import Topology
-from ..vllm import moriio_config, registry, view
+from ..vllm import composite, env_values, moriio_config, registry, view
 from .base import Hit, hit, rule
 
 
@@ -63,3 +63,40 @@ def ignored(topo: Topology) -> Iterator[Hit]:
         for name, key in moriio_config.ignored_env(inst.env, release):
             yield hit(inst, (f"env.{name}",), f"{name} is ignored by vLLM {release} (read until 0.22.1)",
                       f"set kv_connector_extra_config.{key} instead")
+
+
+@rule("env[invalid]")
+def invalid(topo: Topology) -> Iterator[Hit]:
+    """vllm_env sets a number vLLM reads with int() to a value it cannot read, or a port it cannot bind.
+
+    vllm/envs.py reads VLLM_NIXL_SIDE_CHANNEL_PORT (NIXL, 0.9.0+),
+    VLLM_MOONCAKE_BOOTSTRAP_PORT (Mooncake, 0.13.0+), VLLM_USE_V1 (every
+    engine, 0.8.5 - 0.11.0) and the MoRIIO QP_PER_TRANSFER, POST_BATCH_SIZE and
+    NUM_WORKERS variables (0.14.0 - 0.22.1) with `int(os.getenv(...))` when
+    the connector first asks: "5600-5607" or "5600.0" raise ValueError and the
+    engine does not start; a port outside 1 - 65535 cannot be bound. Only the
+    variables the instance's connector (or a MultiConnector child) reads in
+    the pinned release count.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: r1, vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_env: {VLLM_NIXL_SIDE_CHANNEL_PORT: "5600"}}
+            d1: {vllm_pd_role: decode, vllm_env: {VLLM_NIXL_SIDE_CHANNEL_PORT: 5610}}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: r1, vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}}
+          hosts:
+            p1: {vllm_pd_role: prefill, vllm_env: {VLLM_NIXL_SIDE_CHANNEL_PORT: "5600-5607"}}
+            d1: {vllm_pd_role: decode}
+    """
+    for inst in topo.instances:
+        if not inst.env:
+            continue
+        kinds = frozenset(registry.kind_of(v.connector) for v in composite.views(inst))
+        for name, message, hint in env_values.problems(inst.env, kinds, registry.release(inst)):
+            yield hit(inst, (f"env.{name}",), message, hint)

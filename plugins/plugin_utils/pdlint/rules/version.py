@@ -40,3 +40,36 @@ def unknown(topo: Topology) -> Iterator[Hit]:
         note = resolve(inst.version).note
         if note:
             yield hit(inst, ("version",), note, "pin a release `pdlint versions` lists, or update pdlint")
+
+
+@rule("vllm-version[pre-release]", "info")
+def pre_release(topo: Topology) -> Iterator[Hit]:
+    """vllm_version names an rc or dev build of a known release; that release's rules were applied.
+
+    `vllm.__version__` of a release candidate reads like 0.14.0rc1, of a
+    source build like 0.14.0rc1.dev12+g0123abc (setuptools-scm). pdlint
+    applies the rules of the release the build leads to (0.14.0) and says
+    so, since the build's code may still differ from it.
+
+    PASS:
+
+        all:
+          vars: {vllm_pd_deployment: chat, vllm_version: "0.14.0"}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+
+    FAIL:
+
+        all:
+          vars: {vllm_pd_deployment: chat, vllm_version: "0.14.0rc1"}
+          hosts:
+            p1: {vllm_pd_role: prefill}
+            d1: {vllm_pd_role: decode}
+    """
+    for inst in topo.instances:
+        if not inst.knows("version") or "version" not in inst.origins:
+            continue
+        note = resolve(inst.version).prerelease
+        if note:
+            yield hit(inst, ("version",), note, "pin the final release once it is out, to get its exact rules")

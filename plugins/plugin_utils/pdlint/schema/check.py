@@ -7,14 +7,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..finding import Finding, Origin
+from ..finding import Finding
 from ..hostvars import HostVars, Unresolved
 from ..topology.build import kv_config
-from ..vllm import kvconfig
 from ..vllm.extra_keys import CHECKED_EXTRA
-from ..vllm.releases import DEFAULT, Release, resolve
 from ..yaml_text import yaml_text
 from .document import SCHEMA_ID, dumps, expected, generate
+from .kv import Path, converted, finding, kv_keys, kv_paths, path_get, path_name, path_set
 from .quick import surely_valid
 
 __all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
@@ -23,7 +22,6 @@ __all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
 OWNED_BY_RULES = frozenset(("kv_role",))
 _EXTRA = "kv_connector_extra_config"
 _KV = "kv_transfer_config"
-Path = tuple[Any, ...]
 
 
 def _prepare(value: Any) -> Any:
@@ -112,9 +110,9 @@ def _unknown(error: Any) -> Iterator[Problem]:
         if not path:
             message = f"unknown variable {key!r}: vllm_* and pdlint_* names are pdlint's, and it reads no such one"
         elif path[-1] == _EXTRA:
-            message = f"{_name((*path, key))}: unknown kv_connector_extra_config key {key!r}; the connector never reads it"
+            message = f"{path_name((*path, key))}: unknown kv_connector_extra_config key {key!r}; the connector never reads it"
         else:
-            message = f"{_name((*path, key))}: unknown key {key!r}; vLLM rejects it"
+            message = f"{path_name((*path, key))}: unknown key {key!r}; vLLM rejects it"
         yield ((*path, key), message, hint)
 
 
@@ -131,18 +129,57 @@ def _problems(doc: dict[str, Any]) -> list[Problem]:
         if error.validator == "additionalProperties":
             found.extend(_unknown(error))
         elif error.validator == "required":
-            found.append((path, f"{_name(path)}: {error.message}", None))
+            found.append((path, f"{path_name(path)}: {error.message}", None))
         else:
-            found.append((path, f"{_name(path)}: {yaml_text(error.instance)} is not {expected(error.schema)}"
-                          if path else error.message, _hint(error.instance)))
+            wanted = expected(error.schema)
+            spelled = _spelled(error.instance, wanted)
+            found.append((path, f"{path_name(path)}: {yaml_text(error.instance)} is "
+                          f"{f'a string, not {spelled} ({wanted} is expected)' if spelled else f'not {wanted}'}"
+                          if path else error.message, _string_hint(path, spelled) or _hint(path, error.instance)))
     return found
 
 
-def _hint(value: Any) -> str | None:
+# YAML 1.1's words for booleans and null: a string spelled so was a YAML-quoted value or an INI [group:vars] value.
+_WORDS = {**dict.fromkeys(("true", "yes", "on"), "true"), **dict.fromkeys(("false", "no", "off"), "false"),
+          **dict.fromkeys(("null", "~", "none"), "null")}
+
+
+def _spelled(value: Any, wanted: str) -> str | None:
+    """The boolean or null a string spells, where one is expected (vllm_x: "false"; INI vars: vllm_x=false)."""
+    word = _WORDS.get(value.strip().lower()) if isinstance(value, str) else None
+    if word is None or ("true or false" not in wanted if word != "null" else "null" not in wanted):
+        return None
+    return "null" if word == "null" else f"the boolean {word}"
+
+
+def _string_hint(path: Path, spelled: str | None) -> str | None:
+    if spelled is None:
+        return None
+    word = spelled.split()[-1]
+    literal = {"true": "True", "false": "False", "null": "None"}[word]
+    name = next((str(p) for p in reversed(path) if isinstance(p, str)), "")
+    return (f"Ansible reads every value of an INI [group:vars] section as a string (and a quoted YAML value is one "
+            f"too): write `{name}: {word}` unquoted in YAML group_vars/host_vars, or `{name}={literal}` on the INI "
+            "host line, where Ansible reads Python literals")
+
+
+def _hint(path: Path, value: Any) -> str | None:
+    if path and path[-1] in ("vllm_version", "version"):
+        return _version_hint(value)
     if isinstance(value, float) and value.is_integer():
         return (f"write {int(value)}: Ansible passes {value} to vllm serve as the text {value}, "
                 "which vLLM's int() rejects")
     return None
+
+
+def _version_hint(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "write the release, quoted, as `vllm --version` prints it: \"0.32.0\""
+    if isinstance(value, float):
+        return (f"quote it: \"{value}\"; unquoted, YAML reads it as a number, which loses the release's "
+                "trailing zeros (0.10 becomes 0.1)")
+    return ("write the release you deploy, as `vllm --version` prints it (0.32.0, 0.32.0.post1, 0.32.0rc1); "
+            "`pdlint versions` lists the releases pdlint knows")
 
 
 _SEEN: dict[tuple[Any, ...], list[Problem]] = {}
@@ -204,16 +241,17 @@ def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None) ->
     values = hv.values
     doc = {name: _prepare(values[name]) for name in (*_REWRITTEN, "vllm_version") if name in values}
     rewritten = set()
-    for path in _kv_paths(doc):
-        raw = _get(doc, path)
+    for path in kv_paths(doc):
+        raw = path_get(doc, path)
         if isinstance(raw, str) and "{{" not in raw and "{%" not in raw:
             config, error = kv_config(raw)
             if error:
-                yield _finding(hv, path, f"{_name(path)} {error}")
+                yield finding(hv, path, f"{path_name(path)} {error}")
             else:
-                _set(doc, path, config)
+                path_set(doc, path, config)
                 rewritten.add(path[0])
-        yield from _kv_keys(hv, doc, path)
+        yield from kv_keys(hv, doc, path)
+        yield from converted(hv, doc, path, rewritten)
     problems: list[Problem] = []
     for name, value in values.items():
         if name in rewritten:
@@ -227,62 +265,4 @@ def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None) ->
         problems.extend(known[2])
     for path, message, hint in sorted(problems, key=lambda p: list(map(str, p[0]))):
         unknown_name = len(path) == 1 and message.startswith("unknown variable")
-        yield _finding(hv, path, message, hint, origin=hv.key_origin(str(path[0])) if unknown_name else None)
-
-
-def _release(doc: dict[str, Any], path: Path) -> Release:
-    """The release whose KVTransferConfig applies at path (an instance's own version, else the host's)."""
-    text = doc.get("vllm_version")
-    if path[0] == "vllm_instances" and "version" in doc["vllm_instances"][path[1]]:
-        text = doc["vllm_instances"][path[1]]["version"]
-    return resolve(str(text) if text is not None else None).release or DEFAULT
-
-
-def _kv_keys(hv: HostVars, doc: dict[str, Any], path: Path) -> Iterator[Finding]:
-    """Keys the release's KVTransferConfig does not have: an error where vLLM rejects them, else a warning."""
-    config = _get(doc, path)
-    if not isinstance(config, dict):
-        return
-    release = _release(doc, path)
-    known = sorted(kvconfig.fields(release))
-    for key in sorted(config, key=str):
-        verdict = kvconfig.unknown_key(str(key), release)
-        if verdict is None:
-            continue
-        severity, message = verdict
-        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]}?" if close else "remove it (known: " + ", ".join(known) + ")"
-        yield _finding(hv, (*path, key), f"{_name((*path, key))}: {message}", hint, severity)
-
-
-def _kv_paths(doc: dict[str, Any]) -> Iterator[Path]:
-    if "vllm_kv_transfer_config" in doc:
-        yield ("vllm_kv_transfer_config",)
-    items = doc.get("vllm_instances")
-    if isinstance(items, list):
-        for i, item in enumerate(items):
-            if isinstance(item, dict) and "kv_transfer_config" in item:
-                yield ("vllm_instances", i, "kv_transfer_config")
-
-
-def _get(doc: Any, path: Path) -> Any:
-    for part in path:
-        doc = doc[part]
-    return doc
-
-
-def _set(doc: Any, path: Path, value: Any) -> None:
-    _get(doc, path[:-1])[path[-1]] = value
-
-
-def _name(path: Path) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (("." if text else "") + str(part))
-    return text
-
-
-def _finding(hv: HostVars, path: Path, message: str, hint: str | None = None, severity: str = "error",
-             origin: Origin | None = None) -> Finding:
-    return Finding(origin=origin or hv.origin(*path), rule="schema", severity=severity, message=message,
-                   hint=hint, hosts=(hv.host,))
+        yield finding(hv, path, message, hint, origin=hv.key_origin(str(path[0])) if unknown_name else None)

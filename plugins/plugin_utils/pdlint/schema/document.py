@@ -22,7 +22,12 @@ def expected(schema: dict[str, Any]) -> str:
     if "enum" in schema:
         return "one of " + ", ".join(map(str, schema["enum"]))
     if "anyOf" in schema:
-        options = [expected(s) for s in schema["anyOf"] if s != TEMPLATE_DEF and "pattern" not in s]
+        # A string form of a number ("an integer written as a string") goes unsaid beside the number; a branch
+        # that is only a pattern (vllm_version's release) is the whole answer.
+        # A const (pydantic reading true as 1) is an oddity vLLM tolerates, not what to write.
+        branches = [s for s in schema["anyOf"] if s != TEMPLATE_DEF and s.get("title") != TEMPLATE_DEF["title"]
+                    and "const" not in s]
+        options = [expected(s) for s in branches if "pattern" not in s] or [expected(s) for s in branches]
         return " or ".join(dict.fromkeys(o for o in options if o))
     kind = schema.get("type")
     if kind in ("integer", "number"):
@@ -33,7 +38,7 @@ def expected(schema: dict[str, Any]) -> str:
         if low is not None:
             text += f" >= {low}"
         return text + (f" and <= {high}" if high is not None else "")
-    names = {"string": "a string", "boolean": "true or false", "object": "a mapping", "array": "a list", "null": "null"}
+    names = {"string": "a string", "boolean": "true or false", "number": "a number", "integer": "an integer", "object": "a mapping", "array": "a list", "null": "null"}
     if isinstance(kind, list):
         return " or ".join(names.get(str(k), str(k)) for k in kind)
     if kind == "string" and "pattern" in schema:

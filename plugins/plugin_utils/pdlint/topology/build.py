@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from .. import NEWEST_VLLM
+from .. import NEWEST_VLLM, lax
 from ..contract import MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
 from ..finding import UNKNOWN, Finding, Origin
 from ..hostvars import HostVars, Unresolved
@@ -177,7 +177,7 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
             unresolved.add(key)
             problems.append(_unresolved(src, f"kv_transfer_config.{key}", value.reason, origins[key]))
         elif key == "kv_port":
-            number = as_int(value, int_bounds(PORT))
+            number = as_int(lax.to_int(value), int_bounds(PORT))  # pydantic lax mode: 14580.0, "14580" (lax.py)
             fields[attr] = number
             if number is None:
                 unresolved.add(key)

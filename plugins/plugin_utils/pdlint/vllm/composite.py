@@ -12,8 +12,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .. import lax
 from ..topology.types import Instance, per_instance
-from . import external, registry
+from . import composite_items, external, registry
 from .history import history
 from .releases import Release, Timeline
 
@@ -85,8 +86,9 @@ def _str(value: Any) -> str | None:
 
 
 def _port(value: Any) -> int | None:
-    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
-    return int(text) if text.isdigit() else None
+    """A child's kv_port as KVTransferConfig(**item) gets it (pydantic lax mode, lax.py); None: unusable."""
+    number = lax.to_int(value)
+    return number if number is not None and 1 <= number <= 65535 else None
 
 
 def release(inst: Instance) -> Release:
@@ -231,6 +233,8 @@ def config_problems(inst: Instance) -> Iterable[tuple[str, str, str]]:
                f"{'missing' if items is None else 'not a list'} (vLLM {at}: `assert ktcs is not None` or a TypeError)"),
                "list the child connectors, each a kv_transfer_config with kv_connector and kv_role")
         return
+    for message, hint in composite_items.problems(str(name), items, at):
+        yield ("extra.connectors", message, hint)
     for child in children(inst):
         label = f"{name} child {child.index} ({child.connector or 'no kv_connector'})"
         if child.connector is None:

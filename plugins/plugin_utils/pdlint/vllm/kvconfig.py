@@ -6,8 +6,10 @@ tests/test_vllm_registry.py reads them again and compares.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from .. import lax
 from . import registry
 from .history import history
 from .releases import Release, Timeline
@@ -62,6 +64,51 @@ ROLE_INVALID: Timeline[str] = Timeline(
 )
 
 
+# The numeric and boolean fields' types (the annotations of each release's KVTransferConfig, lifted by
+# tests/test_vllm_kv_lax.py): int kv_port, kv_parallel_size, kv_rank (Optional), float kv_buffer_size (until 0.31.0),
+# bool enable_permute_local_kv (0.11.1+). str fields need no entry: pydantic converts no number to a str.
+_NUMBERS_085 = {"kv_port": "int", "kv_parallel_size": "int", "kv_rank": "int", "kv_buffer_size": "float"}
+NUMBER_FIELDS: Timeline[Mapping[str, str]] = Timeline(
+    "KVTransferConfig number and bool fields",
+    ("0.8.5", _NUMBERS_085, f"config.py {_C}", "kv_port, kv_parallel_size, kv_rank int; kv_buffer_size float"),
+    ("0.11.1", {**_NUMBERS_085, "enable_permute_local_kv": "bool"}, f"config/kv_transfer.py {_C}",
+     "+ enable_permute_local_kv bool"),
+    ("0.32.0", {"kv_port": "int", "enable_permute_local_kv": "bool"}, f"config/kv_transfer.py {_C}",
+     "kv_port int, enable_permute_local_kv bool"),
+)
+# How --kv-transfer-config turns JSON into those types.
+PARSE: Timeline[str] = Timeline(
+    "--kv-transfer-config value conversion",
+    ("0.8.5", "lax", f"config.py {_C}.from_cli (model_validate_json: pydantic lax mode)",
+     "pydantic lax mode: 14580.0 and \"14580\" are an int, \"1e9\" a float, \"yes\" a bool"),
+    ("0.9.0", "as-written", "engine/arg_utils.py _get_kwargs (`f(**json.loads(x))` on a plain dataclass)",
+     "no conversion: the connector gets each value as written (\"14580\" stays a string)"),
+    ("0.9.1", "lax", "engine/arg_utils.py parse_dataclass (TypeAdapter(cls).validate_json: pydantic lax mode)",
+     "pydantic lax mode: 14580.0 and \"14580\" are an int, \"1e9\" a float, \"yes\" a bool"),
+)
+_CONVERT = {"int": lax.to_int, "float": lax.to_float, "bool": lax.to_bool}
+_PYTHON = {"int": int, "float": float, "bool": bool}
+
+
+def converted(config: Mapping[str, Any], release: Release) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """config with each number/bool field as release's parser makes it, and (key, warning) for values vLLM 0.9.0
+    passes on unconverted; a value the parser rejects stays as written, for the schema to report."""
+    out = dict(config)
+    notes: list[tuple[str, str]] = []
+    for key, kind in NUMBER_FIELDS.at(release).items():
+        value = config.get(key)
+        if value is None:
+            continue
+        number = _CONVERT[kind](value)
+        if number is None or (key == "kv_port" and not 1 <= number <= 65535):
+            continue  # the schema reports the value as written (kv_port false is not the port 0)
+        out[key] = number
+        if PARSE.at(release) == "as-written" and type(value) is not _PYTHON[kind]:
+            notes.append((key, f"{key}: vLLM {release} does not convert --kv-transfer-config values (json.loads into "
+                               f"a plain dataclass): the connector gets {value!r}, not the {kind} {number!r}"))
+    return out, notes
+
+
 def fields(release: Release) -> frozenset[str]:
     return FIELDS.at(release)
 
@@ -89,7 +136,8 @@ def _declare() -> None:
                               ("connector[config]", registry.HMA_DEFAULT),
                               ("connector[config]", registry.documented(registry.SUPPORTS_HMA)),
                               ("deployment[connector]", registry.ALIASES), ("kv-role[missing]", ROLE_REQUIRED),
-                              ("kv-role[invalid]", ROLE_INVALID), ("schema", FIELDS), ("schema", EXTRA))
+                              ("kv-role[invalid]", ROLE_INVALID), ("schema", FIELDS), ("schema", EXTRA),
+                              ("schema", NUMBER_FIELDS), ("schema", PARSE))
     for rule_id, timeline in declared:
         history(rule_id, timeline)
 

@@ -6,6 +6,7 @@ import functools
 import ipaddress
 
 from ..topology.types import Instance, per_instance
+from . import env_values
 from .releases import DEFAULT, NEWEST, R, Release, Timeline, resolve, spans_of
 
 _F = "kv_connector/factory.py, KVConnectorFactory.register_connector calls"
@@ -282,7 +283,7 @@ def env_int(inst: Instance, name: str, default: int) -> int | None:
     value = inst.env.get(name)
     if value is None:
         return default
-    return int(value) if value.strip().isdigit() else None
+    return env_values.as_int(value)  # envs.py's int(): "+5600", " 5600 " and "5_600" read too
 
 
 def nearest(candidates: list[int], near: int, limit: int = 2) -> list[int]:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
-from ..contract import VERSION_PATTERN
+from ..contract import PRE_RELEASE, VERSION_PATTERN
 
 T = TypeVar("T")
 
@@ -21,6 +21,7 @@ KNOWN_TEXT = (
     "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
 )
 _PATTERN = re.compile(VERSION_PATTERN)
+_PRE = re.compile(r"[.-]?" + PRE_RELEASE)
 
 
 @functools.total_ordering
@@ -73,6 +74,9 @@ class Resolution:
     asked: str
     release: Release | None  # None: unparsable
     note: str | None = None  # set when the rules used are not exactly the named release's
+    # set for an rc or dev build of a known release: it gets that release's rules (its code is the release's, or
+    # nearly: an rc becomes the release, a dev build is main on the way to it)
+    prerelease: str | None = None
 
 
 @functools.lru_cache(maxsize=256)
@@ -93,6 +97,11 @@ def resolve(text: str | None) -> Resolution:
     if series and re.match(r"^\s*[vV]?\d+\.\d+\s*$", str(text)):
         return Resolution(str(text), series[-1])  # `0.25` means the series: its newest release
     if asked in KNOWN:
+        pre = _PRE.search(str(text).split("+")[0])
+        if pre:
+            return Resolution(str(text), asked, prerelease=(
+                f"vLLM {str(text).strip()} is a pre-release ({pre.group().lstrip('.-')}) of {asked}: the rules of "
+                f"{asked} were applied"))
         return Resolution(str(text), asked)
     before = max(r for r in KNOWN if r <= asked)
     return Resolution(str(text), before, f"vLLM {text} is not a release pdlint knows; the rules of {before} "

@@ -84,7 +84,10 @@ def _walk(node: Any, file: str, path: Path, origins: Origins, active: set[int]) 
     active.add(id(node))
     origins[path] = _origin(file, node)
     if node.tag == _SEQ:
-        result: Any = [_walk(item, file, (*path, i), origins, active) for i, item in enumerate(node.value)]
+        result: Any = []
+        for i, item in enumerate(node.value):
+            result.append(_walk(item, file, (*path, i), origins, active))
+            origins.setdefault((*path, i), _origin(file, item))  # a null or boolean item: its own node's place
     elif node.tag == _MAP:
         result = {}
         names: dict[Any, str] = {}

@@ -218,9 +218,8 @@ class _Values:
             frame.scope.origins[(*frame.path, frame.key)] = _origin(self.file, frame.key_mark if plain else mark)
             frame.value[frame.key] = value
             frame.at_key = True
-        else:
-            if not plain:
-                frame.scope.origins[(*frame.path, len(frame.value))] = _origin(self.file, mark)
+        else:  # a list item, null and booleans too: their own place (load/item_origins.py)
+            frame.scope.origins[(*frame.path, len(frame.value))] = _origin(self.file, mark)
             frame.value.append(value)
 
     def _key(self, frame: _Frame, value: Any, mark: Any) -> None:
