@@ -59,3 +59,26 @@ def test_try_repo(tmp_path: Path) -> None:
     git(repo, "add", ".")
     passed = try_repo()
     assert passed.returncode == 0, passed.stdout + passed.stderr
+
+
+def test_files_ansible_skips_in_an_inventory_name_their_inventory(tmp_path: Path, capsys, monkeypatch) -> None:
+    """pre-commit passes every changed file under inventory/: a README.md, notes.txt or .gitignore there is no
+    inventory source (Ansible's inventory directory walk skips them), so each names the inventory around it."""
+    import shutil
+
+    from pdlint.cli import main
+
+    inv = tmp_path / "inventory"
+    shutil.copytree(ROOT / "examples" / "inventory", inv)
+    (inv / "README.md").write_text("# our fleet\n\nprefill, decode: see hosts.yml\n")
+    (inv / "notes.txt").write_text("p1, p2, d1\n")
+    (inv / ".gitignore").write_text("*.retry\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["--no-cache", "inventory"]) == 1
+    whole = capsys.readouterr().out.splitlines()[:-1]  # the summary line carries the time
+    for changed in (["inventory/README.md"], ["inventory/notes.txt", "inventory/group_vars/all.yml"],
+                    ["inventory/.gitignore", "inventory/README.md", "inventory/hosts.yml"]):
+        assert main(["--no-cache", *changed]) == 1, changed
+        out = capsys.readouterr().out
+        assert out.splitlines()[:-1] == whole, changed
+        assert "load-error" not in out and "in 6 hosts" in out.splitlines()[-1]

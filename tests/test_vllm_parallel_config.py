@@ -8,7 +8,7 @@ nnodes and node rank, and must agree with pdlint.vllm.parallel_config.violations
 - `ParallelConfig` (`config.py`, later `config/parallel.py`): every `raise` / `assert` of `__post_init__` and
   `_validate_parallel_config` whose test and enclosing tests read only the shape (plus defaults of a plain
   `vllm serve`), evaluated on the resolved values; and `nnodes_within_dp`, lifted whole, where nnodes > 1.
-- `v1/engine/core.py DPEngineCoreProc._init_data_parallel`'s rank assert, where that file was unpacked.
+- `v1/engine/core.py DPEngineCoreProc._init_data_parallel`'s rank assert, in the releases that have it.
 """
 from __future__ import annotations
 
@@ -32,7 +32,6 @@ DEFAULTS = {"data_parallel_external_lb": False, "data_parallel_hybrid_lb": False
             "enable_fault_tolerance": False, "enable_elastic_ep": False, "enable_eplb": False,
             "distributed_executor_backend": None, "prefill_context_parallel_size": 1,
             "decode_context_parallel_size": 1, "is_moe_model": None}
-_WHEELS = Path("/work/wheels")
 
 
 class _Quiet:
@@ -114,7 +113,7 @@ class Release_:  # one release's lifted code
         methods = {n.name for n in _class(cfg, "ParallelConfig").body if isinstance(n, ast.FunctionDef)}
         self.within = (lift(root, _config_file(root), {"nnodes_within_dp"}, "ParallelConfig")["nnodes_within_dp"]
                        if "nnodes_within_dp" in methods else None)
-        core = _WHEELS / release.text / "src/vllm/v1/engine/core.py"
+        core = root / "vllm/v1/engine/core.py"
         self.core_assert = None
         if core.exists():
             tree = ast.parse(core.read_text(encoding="utf-8"))

