@@ -1,6 +1,8 @@
 """Findings of the loader's first pass (guard, preflight) and of ansible-core's warnings made data."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import rules_of
 
@@ -157,3 +159,32 @@ def test_a_file_level_finding_sorts_beside_a_positioned_one_in_its_file(tmp_path
     out, err = capsys.readouterr()
     assert (code, err) == (1, "")
     assert [f["rule"] for f in json.loads(out)][:2] == ["inventory[unmatched-vars]", "yaml[key-duplicates]"]
+
+
+_RESERVED = {
+    "yaml-hosts": ("hosts.yml", "all:\n  hosts:\n    {name}:\n      vllm_pd_role: prefill\n", (3, 5)),
+    "yaml-child": ("hosts.yml", "all:\n  children:\n    prefill:\n      hosts:\n        p1: {{}}\n        {name}: "
+                   "{{vllm_pd_role: prefill}}\n", (6, 9)),
+    "ini": ("hosts", "[prefill]\np1\n{name} vllm_pd_role=prefill\n\n[prefill:vars]\nall=1\n", (3, 1)),
+    "ini-ext": ("hosts.ini", "[decode:children]\nall_decode\n\n[all_decode]\n  {name}\n", (5, 3)),
+}
+
+
+@pytest.mark.parametrize("loader", ["fast", "ansible"])
+@pytest.mark.parametrize("name", ["all", "ungrouped"])
+@pytest.mark.parametrize("shape", sorted(_RESERVED))
+def test_a_host_named_after_a_built_in_group_is_one_load_error(tmp_path, capsys, loader: str, name: str,
+                                                               shape: str) -> None:
+    """ansible-core fails (can't add group to itself; a recursive dependency loop), drops the host's variables, or
+    keeps it beside the group with a warning: both loaders refuse the inventory at the line naming the host."""
+    from pdlint import cli
+
+    file, text, (line, column) = _RESERVED[shape]
+    (tmp_path / file).write_text(text.format(name=name))
+    assert cli.main([str(tmp_path / file), "--no-cache", "--loader", loader, "--format", "json"]) == 2
+    out = capsys.readouterr()
+    assert "internal error" not in out.err
+    report = json.loads(out.out)
+    [found] = report["findings"] if isinstance(report, dict) else report
+    assert found["rule"] == "load-error" and f"host {name!r}" in found["message"]
+    assert (found["line"], found["column"]) == (line, column) and found["file"].endswith(file)

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..finding import Finding
 from ..paths import DisplayPaths
-from . import guard
+from . import guard, reserved_hosts
 from .fingerprints import digest
 from .guard import Limits, Refused, refuse
 from .layout import YAML_EXT
@@ -102,12 +102,15 @@ def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Pr
         return
     ext = os.path.splitext(path)[1]
     if ext and ext not in YAML_EXT:
+        reserved_hosts.check_ini(path, text)
         return  # INI, TOML: no aliases; Ansible's parser reports its own errors
     scan = _scan(path, text, found, limits)
     if scan.syntax_error is not None:  # Ansible tries its YAML plugin, then the INI one
         if ext:
             found.yaml_errors[path] = scan.syntax_error
+        reserved_hosts.check_ini(path, text)
         return
+    reserved_hosts.check_yaml(path, text)
     found.findings.extend(scan.duplicates)
     if "plugin" in scan.top_keys and not allow_dynamic:
         raise refuse(path, "inventory plugin configuration: dynamic inventory plugins are not loaded",
