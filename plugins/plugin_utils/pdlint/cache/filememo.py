@@ -15,7 +15,6 @@ every file of the inventory (1,377 reads per check at 1,000 hosts).
 """
 from __future__ import annotations
 
-import gc
 import os
 import time
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from typing import Any
 from ..finding import Finding
 from ..load.fast.values import Var
 from ..load.fingerprints import RACY_NS, stat_key
+from ..load.gc_pause import gc_paused
 from ..load.guard import Limits
 from . import store
 
@@ -133,14 +133,9 @@ class Memo:
         if self.slot is None or not (self.changed or not self.used.issuperset(self.scans)):
             return
 
-        enabled = gc.isenabled()
-        gc.disable()  # a collection per few hundred tuples built would rescan the whole heap of parsed values
-        try:
+        with gc_paused():  # a collection per few hundred tuples built would rescan the whole heap of parsed values
             scans = {p: (k, lim, cwd, ([store.row(f) for f in dups], list(top)))
                      for p, (k, lim, cwd, (dups, top)) in self.scans.items() if p in self.used}
-        finally:
-            if enabled:
-                gc.enable()
         store.write(self.slot, ("files", scans), folder())
 
 

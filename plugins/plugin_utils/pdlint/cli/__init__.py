@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 import time
@@ -15,6 +14,7 @@ from ..config.value import Config
 from ..finding import Finding
 from ..load import guard
 from ..load.errors import no_hosts
+from ..load.gc_pause import gc_paused
 from ..load.layout import absolute_sources
 from ..report import reporters as report
 from . import pipe
@@ -137,15 +137,8 @@ def _quiet_gc(args: argparse.Namespace, process: bool) -> int:
     As the process's entry point, freeze at the end so exit does not pay for a final collection either;
     called with argv (tests, other callers), re-enable instead.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused(freeze=process):
         return _lint(args)
-    finally:
-        if process:
-            gc.freeze()
-        elif enabled:
-            gc.enable()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

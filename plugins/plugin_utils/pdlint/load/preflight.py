@@ -9,15 +9,15 @@ configurations are refused unless the user allows dynamic inventories.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..finding import Finding
 from ..paths import DisplayPaths
-from . import guard, reserved_hosts
+from . import guard
 from .fingerprints import digest
+from .gc_pause import gc_paused
 from .guard import Limits, Refused, refuse
 from .layout import YAML_EXT
 from .walk import Walk, regular, walk_files
@@ -100,6 +100,8 @@ def _scan(path: str, text: str, found: Preflight, limits: Limits, shown: Display
 def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Preflight, limits: Limits) -> None:
     if _script(path, data, allow_dynamic):
         return
+    from . import reserved_hosts  # imports yaml, which a run answered from the cache never needs
+
     ext = os.path.splitext(path)[1]
     if ext and ext not in YAML_EXT:
         reserved_hosts.check_ini(path, text)
@@ -124,13 +126,8 @@ def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: b
     overlay maps absolute paths to text read instead of the file on disk (the fast loader reads checked texts);
     memo (a filememo.Memo) answers the scan of a file whose content it has seen."""
     # The cyclic GC would rescan the growing heap of parser events on every collection (no cycles among them).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _check(sources, limits, allow_dynamic, overlay, memo)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
@@ -153,15 +150,10 @@ def check_files(paths: Sequence[str], limits: Limits | None = None) -> Preflight
     limits = limits or Limits()
     found = Preflight(vars_files=list(paths))
     shown = DisplayPaths()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         for path in paths:
             regular(path)
             _file(path, False, None, found, limits, False, None, shown)
-    finally:
-        if enabled:
-            gc.enable()
     return found
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import gc
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +15,7 @@ from ..finding import Finding, Origin
 from ..hostvars import HostVars
 from ..load import guard
 from ..load.errors import LoadError, load_error, no_hosts
+from ..load.gc_pause import gc_paused
 from ..load.layout import VARS_DIRS, source_dir
 from ..topology.types import Topology
 
@@ -62,13 +62,8 @@ def check(source: str, overlay: Mapping[str, str], memo: Any = None) -> Outcome:
     memo (a load.filememo.Memo the server keeps between checks) answers for the files whose content it has seen.
     Without the cyclic GC meanwhile, as the CLI runs: a check makes only acyclic objects (a test holds it to
     that), and a collection during it would rescan the server's whole heap (the memo of every file) again."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _check(source, overlay, memo)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:

@@ -7,7 +7,6 @@ does not model raises Unsupported, and the caller uses the reference loader.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import os
 from collections.abc import Sequence
 
@@ -15,6 +14,7 @@ from ...finding import Finding
 from ...hostvars import HostVars
 from .. import errors, guard, layout, preflight
 from .. import unmatched_vars as vars_files
+from ..gc_pause import gc_paused
 from ..group_names import invalid_names
 from ..layout import absolute_sources, paths_only, source_dir
 from . import ansible_cfg as fast_config
@@ -38,13 +38,8 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, checked: prefli
     made the reference loader take part).
     """
     # The cyclic GC rescans the ever-growing heap of parsed nodes (no cycles among them): a third of the time at 10k.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _load(sources, allow_lookups, checked, notes, keep)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclasses.dataclass
@@ -106,9 +101,7 @@ def load_hosts(sources: Sequence[str], inv: Inventory, checked: preflight.Prefli
     """Some hosts of an inventory a whole load kept (its files unchanged), from a preflight of the vars files they
     read: their variables as load() gives them, and their role conflicts. Raises Unsupported (a template, which
     the reference loader renders), LoadError."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         sources = absolute_sources(sources)
         if checked.encrypted:
             raise Unsupported("vault-encrypted files")
@@ -124,9 +117,6 @@ def load_hosts(sources: Sequence[str], inv: Inventory, checked: preflight.Prefli
         for host, finding in role_conflicts(inv, by_name, ancestors, final, names):
             roles.setdefault(host, []).append(finding)
         return final, roles
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def read_by(inv: Inventory, sources: Sequence[str], path: str) -> list[str] | None:
