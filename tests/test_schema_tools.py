@@ -271,3 +271,23 @@ def test_vault_needs_the_documented_custom_tags() -> None:
         assert any("!vault" in d["message"] for d in ls.diagnostics_for(uri))
     finally:
         ls.close()
+
+
+@pytest.mark.parametrize("text", ["{{ tp }}", "{% if x %}4{% endif %}", "{# two for now #}2", "4", "a {b} c",
+                                  "{ #}", "{{", "50%", "{#"])
+def test_one_template_test_for_the_loaders_the_schema_and_the_contract(text: str) -> None:
+    """Ansible renders any string holding a Jinja start string, comments ({# #}) included: the loaders
+    (hostvars.is_template), the editor schema's template pattern and the schema rule decide alike."""
+    import json
+    import re
+
+    import jsonschema
+
+    from pdlint.contract import TEMPLATE
+    from pdlint.hostvars import is_template
+    from pdlint.schema import check
+
+    assert bool(re.search(TEMPLATE, text)) == is_template(text)
+    schema = json.loads(check.dumps())
+    valid = jsonschema.Draft7Validator(schema).is_valid({"vllm_tensor_parallel_size": text})
+    assert valid == (is_template(text) or text == "4"), text

@@ -17,7 +17,7 @@ VERSION_PATTERN = (r"^\s*[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?(?:a|b
                    r"(?:[.-]?dev\d+)?(?:\+[0-9A-Za-z.]+)?\s*$")
 PRE_RELEASE = r"(?:a|b|rc|dev)\d+"
 INT_STRING = r"^\s*[0-9]+\s*$"
-TEMPLATE = r"(\{\{|\{%)"
+TEMPLATE = r"(\{\{|\{%|\{#)"  # hostvars.is_template's start strings: Ansible renders comments too
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..finding import Finding
-from ..hostvars import HostVars, Unresolved
+from ..hostvars import HostVars, Unresolved, is_template
 from ..topology.build import kv_config
 from ..vllm.extra_keys import CHECKED_EXTRA
 from ..yaml_text import yaml_text
@@ -243,7 +243,7 @@ def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None) ->
     rewritten = set()
     for path in kv_paths(doc):
         raw = path_get(doc, path)
-        if isinstance(raw, str) and "{{" not in raw and "{%" not in raw:
+        if isinstance(raw, str) and not is_template(raw):
             config, error = kv_config(raw)
             if error:
                 yield finding(hv, path, f"{path_name(path)} {error}")
