@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,7 @@ def test_collection_build_install_and_import(tmp_path: Path) -> None:
     subprocess.run([galaxy, "collection", "install", str(tarball), "-p", str(dest)], check=True, capture_output=True)
     core = dest / "ansible_collections" / "pdlint" / "topology" / "plugins" / "plugin_utils" / "pdlint"
     assert (core / "topology" / "data" / "model-attention-facts.json").is_file()
+    assert _modules(core.parent) == _modules(ROOT / "plugins" / "plugin_utils")  # the tarball ships every module
     assert not (dest / "ansible_collections" / "pdlint" / "topology" / "tests").exists()
     probe = f"""
 import sys
@@ -115,3 +117,38 @@ def test_version_is_written_once() -> None:
     from importlib.metadata import version
 
     assert version("pdlint") == pdlint.__version__
+
+
+def _modules(root: Path) -> list[str]:
+    """Every module of the pdlint package under root (root holds the `pdlint` folder), as dotted names."""
+    found = []
+    for path in sorted((root / "pdlint").rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return found
+
+
+def test_the_wheel_holds_and_imports_every_module(tmp_path: Path) -> None:
+    """pip's wheel of the project imports every module of the source tree from the wheel itself (a subpackage
+    missing from the wheel, or a data file left behind, fails here, not on a user's machine)."""
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--disable-pip-version-check", "-w",
+                    str(tmp_path / "dist"), str(ROOT)], check=True, capture_output=True, timeout=600)
+    [wheel] = (tmp_path / "dist").glob("pdlint-*.whl")
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    source = _modules(ROOT / "plugins" / "plugin_utils")
+    assert _modules(site) == source
+    assert (site / "pdlint" / "topology" / "data" / "model-attention-facts.json").is_file()
+    wanted = [m for m in source if not m.endswith("__main__") and not m.startswith("pdlint.lsp.")]  # lsp: pygls
+    probe = ("import importlib, sys\nsys.path.insert(0, sys.argv[1])\n"
+             "for name in sys.argv[2:]:\n"
+             "    module = importlib.import_module(name)\n"
+             "    assert module.__file__.startswith(sys.argv[1]), (name, module.__file__)\n"
+             "print(len(sys.argv) - 2)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", probe, str(site), *wanted], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(len(wanted))
