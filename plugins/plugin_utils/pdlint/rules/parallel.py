@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Topology
+from ..topology.types import Instance, Topology, per_instance
 from ..vllm import parallel_config, registry
 from .base import Hit, hit, rule
 
@@ -11,12 +11,18 @@ _FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size
            "data_parallel_start_rank", "nnodes", "node_rank", "version")
 
 
+@per_instance
+def _violations(inst: Instance) -> tuple[parallel_config.Violation, ...]:
+    """What the release refuses about the instance's shape, asked once for the four rules below."""
+    return parallel_config.violations(registry.release(inst), parallel_config.shape_of(inst))
+
+
 def _hits(topo: Topology, rule_id: str, hint: str) -> Iterator[Hit]:
     for inst in topo.instances:
         if not inst.knows(*_FIELDS):
             continue
         release = registry.release(inst)
-        for found in parallel_config.violations(release, parallel_config.shape_of(inst)):
+        for found in _violations(inst):
             if found.rule == rule_id:
                 yield hit(inst, found.fields, f"{found.message}: vLLM {release} refuses to start "
                           f"({found.source})", hint)

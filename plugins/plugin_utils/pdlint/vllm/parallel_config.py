@@ -8,6 +8,7 @@ release's own checks and runs them over a grid of values against `violations`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from ..topology.types import Instance
 from .history import history
@@ -129,8 +130,18 @@ def dp_rank(release: Release, shape: Shape) -> int:
     return 0
 
 
-def violations(release: Release, shape: Shape) -> list[Violation]:
-    """Every check of release that shape fails at startup (empty: the engine starts)."""
+def violations(release: Release, shape: Shape) -> tuple[Violation, ...]:
+    """Every check of release that shape fails at startup (empty: the engine starts); asked once per distinct
+    (release, shape), as a fleet repeats a few shapes over thousands of engines and four rules ask each."""
+    return _violations(release, shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _violations(release: Release, shape: Shape) -> tuple[Violation, ...]:
+    return tuple(_checked(release, shape))
+
+
+def _checked(release: Release, shape: Shape) -> list[Violation]:
     found = _nodes(release, shape)
     if found:  # the node checks run first in create_engine_config; the DP rank below depends on them
         return found

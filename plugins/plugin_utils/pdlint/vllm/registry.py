@@ -137,6 +137,7 @@ MOONCAKE_BOOTSTRAP_PORT = 8998  # envs.VLLM_MOONCAKE_BOOTSTRAP_PORT default
 P2P_KV_PORT = 14579  # KVTransferConfig.kv_port default
 
 
+@functools.lru_cache(maxsize=1024)  # a fleet repeats a few host strings over thousands of instances
 def is_loopback(host: str) -> bool:
     """host cannot be reached from another machine: loopback (127.0.0.0/8, ::1, any case of localhost) or unset.
 
