@@ -19,11 +19,11 @@ Origins = dict[Path, Origin]
 Var = tuple[Any, Origins]  # a value, and the origins below it keyed by relative path
 
 _STD = "tag:yaml.org,2002:"
-_MAP, _SEQ, _STR = _STD + "map", _STD + "seq", _STD + "str"
-_CONSTRUCT = {_STD + k: SafeConstructor.yaml_constructors[_STD + k] for k in ("int", "float", "bool", "null")}
+MAP_TAG, SEQ_TAG, STR_TAG = _STD + "map", _STD + "seq", _STD + "str"
+CONSTRUCT = {_STD + k: SafeConstructor.yaml_constructors[_STD + k] for k in ("int", "float", "bool", "null")}
 _CTOR = SafeConstructor()
 # Tags Ansible reads without error where pdlint does not look (vault and unsafe values of other variables).
-_TOLERATED = {_MAP, _SEQ, _STR, *_CONSTRUCT, "!vault", "!unsafe"}
+TOLERATED = {MAP_TAG, SEQ_TAG, STR_TAG, *CONSTRUCT, "!vault", "!unsafe"}
 
 
 def items(node: Any) -> Iterator[tuple[Any, Any]]:
@@ -46,9 +46,9 @@ def keyed_items(node: Any) -> Iterator[tuple[Any, Any, Any]]:
 
 def scalar(node: Any) -> Any:
     """A plain scalar's value (str, int, float, bool, None); anything else is unsupported."""
-    if node.tag == _STR:
+    if node.tag == STR_TAG:
         return node.value
-    construct = _CONSTRUCT.get(node.tag)
+    construct = CONSTRUCT.get(node.tag)
     if construct is None or not isinstance(node, yaml.ScalarNode):
         raise Unsupported(f"YAML tag {node.tag}")
     try:
@@ -83,12 +83,12 @@ def _walk(node: Any, file: str, path: Path, origins: Origins, active: set[int]) 
         raise Unsupported("YAML alias of a mapping or list within one value")
     active.add(id(node))
     origins[path] = _origin(file, node)
-    if node.tag == _SEQ:
+    if node.tag == SEQ_TAG:
         result: Any = []
         for i, item in enumerate(node.value):
             result.append(_walk(item, file, (*path, i), origins, active))
             origins.setdefault((*path, i), _origin(file, item))  # a null or boolean item: its own node's place
-    elif node.tag == _MAP:
+    elif node.tag == MAP_TAG:
         result = {}
         names: dict[Any, str] = {}
         keys: dict[Any, Any] = {}  # raw key -> its text; Python's dict equality (1 == True == 1.0) decides duplicates
@@ -136,7 +136,7 @@ def check_tags(node: Any) -> None:
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if n.tag not in _TOLERATED:
+        if n.tag not in TOLERATED:
             raise Unsupported(f"YAML tag {n.tag}")
         if isinstance(n, yaml.SequenceNode):
             stack.extend(n.value)

@@ -18,71 +18,15 @@ import yaml
 from ...finding import Origin
 from ...hostvars import KEY, Path, is_relevant
 from .. import guard
-from .values import _CONSTRUCT, _MAP, _SEQ, _STR, _TOLERATED, Origins, Var, scalar
+from .scalars import FIRST, SIMPLE, UNBUILT, GiveUp, event_scalar, plain
+from .values import MAP_TAG, SEQ_TAG, Origins, Var
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # what load/compose.py reads with
-_RESOLVER = _LOADER("")  # its resolve(): the tag compose gives a scalar without one
-_TABLE = _RESOLVER.yaml_implicit_resolvers
-# Without path resolvers or wildcard implicit ones (neither is registered by yaml itself), a quoted scalar is
-# a str, and so is a plain one whose first character no implicit resolver is registered for.
-_SIMPLE = None not in _TABLE and not _RESOLVER.yaml_path_resolvers
-_FIRST = frozenset(_TABLE)  # first characters ("" for the empty scalar)
 _SCALAR_EVENT, _ALIAS = yaml.ScalarEvent, yaml.AliasEvent
 _MAP_START, _MAP_END = yaml.MappingStartEvent, yaml.MappingEndEvent
 _SEQ_START, _SEQ_END = yaml.SequenceStartEvent, yaml.SequenceEndEvent
 _WORK = 500_000  # origins copied or compared for aliases, anchors and repeated keys; beyond, compose
-_PLAIN_MAX = 50_000
-
-
-class _GiveUp(Exception):
-    """This pass does not model the file: the fast loader composes it."""
-
-
-_UNBUILT = object()  # a scalar with a tag pdlint tolerates but never reads (!vault, !unsafe)
 _HOLE = object()  # the key a complex key stands for (the mapping holding it is never read)
 _NOWHERE = yaml.Mark("", 0, 0, 0, None, None)  # the mark of _HOLE
-_REFUSED = object()
-_PLAIN: dict[str, Any] = {}  # plain scalar text -> its value (or _REFUSED): resolution depends on the text only
-
-
-def _typed(tag: str, value: str) -> Any:
-    if tag == _STR:
-        return value
-    if tag in _CONSTRUCT:
-        try:
-            return scalar(yaml.ScalarNode(tag, value))
-        except Exception:  # noqa: BLE001 - e.g. `!!int x`: composing meets it again
-            raise _GiveUp from None
-    if tag in _TOLERATED:
-        return _UNBUILT
-    raise _GiveUp  # a tag the fast loader does not model, wherever it is (merge keys included)
-
-
-def _plain(value: str) -> Any:
-    found = _PLAIN.get(value, _PLAIN)
-    if found is _PLAIN:
-        if len(_PLAIN) >= _PLAIN_MAX:
-            _PLAIN.clear()
-        try:
-            found = _typed(_RESOLVER.resolve(yaml.ScalarNode, value, (True, False)), value)
-        except _GiveUp:
-            found = _REFUSED
-        _PLAIN[value] = found
-    if found is _REFUSED:
-        raise _GiveUp
-    return found
-
-
-def _scalar(event: Any) -> Any:
-    """A scalar event's value as compose + SafeConstructor give it (tag resolution included)."""
-    tag, value = event.tag, event.value
-    if tag is None or tag == "!":
-        if _SIMPLE:
-            if not event.implicit[0] or value[:1] not in _FIRST:
-                return value
-            return _plain(value)
-        tag = _RESOLVER.resolve(yaml.ScalarNode, value, event.implicit)
-    return _typed(tag, value)
 
 
 _new = object.__new__
@@ -172,12 +116,12 @@ class _Values:
             return
         try:
             if kind is _SCALAR_EVENT:
-                if event.tag is None and _SIMPLE:  # _scalar(event), its most frequent case written out
+                if event.tag is None and SIMPLE:  # event_scalar(event), its most frequent case written out
                     value = event.value
-                    if event.implicit[0] and value[:1] in _FIRST:
-                        value = _plain(value)
+                    if event.implicit[0] and value[:1] in FIRST:
+                        value = plain(value)
                 else:
-                    value = _scalar(event)
+                    value = event_scalar(event)
                 if event.anchor:
                     self._name(event.anchor)
                     self.anchors[event.anchor] = (value, event.start_mark)
@@ -193,20 +137,20 @@ class _Values:
             elif kind is yaml.DocumentStartEvent:
                 self.documents += 1
                 if self.documents > 1:
-                    raise _GiveUp
-        except _GiveUp:
+                    raise GiveUp
+        except GiveUp:
             self.result = None
 
     # ---- where a node goes ----------------------------------------------------------------------------------
 
     def _scalar(self, value: Any, mark: Any) -> None:
         if not self.stack:
-            raise _GiveUp  # a document that is not a mapping
+            raise GiveUp  # a document that is not a mapping
         frame = self.stack[-1]
         if frame.at_key:
             self._key(frame, value, mark)
             return
-        if value is _UNBUILT:
+        if value is UNBUILT:
             self._spoil()
             value = None
         plain = value is None or value is True or value is False  # no origin of their own: their key's
@@ -225,13 +169,13 @@ class _Values:
     def _key(self, frame: _Frame, value: Any, mark: Any) -> None:
         frame.at_key = False
         if frame is self.root:  # fast_values.keyed_items, then from_node or check_tags
-            if value is _UNBUILT:
-                raise _GiveUp
+            if value is UNBUILT:
+                raise GiveUp
             first = self.firsts.setdefault(value, mark)
             self.top = (value, first, type(value) is str and is_relevant(value))
             self.scopes.append(_Scope())
             return
-        if value is _UNBUILT:
+        if value is UNBUILT:
             self._spoil()
             key, key_mark = _HOLE, mark
         else:
@@ -258,18 +202,18 @@ class _Values:
 
     def _complex_key(self, parent: _Frame) -> None:
         if parent is self.root:
-            raise _GiveUp
+            raise GiveUp
         self._spoil()
 
     def _start(self, event: Any, is_map: bool) -> None:
-        if event.tag is not None and event.tag != "!" and event.tag != (_MAP if is_map else _SEQ):
-            raise _GiveUp
+        if event.tag is not None and event.tag != "!" and event.tag != (MAP_TAG if is_map else SEQ_TAG):
+            raise GiveUp
         anchor = event.anchor
         if anchor:
             self._name(anchor)
         if not self.stack:
             if not is_map or self.root is not None:
-                raise _GiveUp  # a document that is not a mapping
+                raise GiveUp  # a document that is not a mapping
             self.root = _Frame({}, (), None, True)
             self.stack.append(self.root)
             if anchor:
@@ -318,9 +262,9 @@ class _Values:
         anchor = event.anchor
         found = self.anchors.get(anchor)
         if found is None and anchor not in self.open:
-            raise _GiveUp  # undefined: composing fails
+            raise GiveUp  # undefined: composing fails
         if not self.stack:
-            raise _GiveUp
+            raise GiveUp
         if isinstance(found, tuple):  # a scalar: its value and mark
             self._scalar(*found)
             return
@@ -348,7 +292,7 @@ class _Values:
 
     def _name(self, anchor: str) -> None:
         if anchor in self.anchors or anchor in self.open:
-            raise _GiveUp  # a repeated anchor: composing fails
+            raise GiveUp  # a repeated anchor: composing fails
 
     def _visit(self, anchors: set[str]) -> None:
         """An alias visits these anchored nodes: a scope that visited one already walks it twice."""
@@ -377,7 +321,7 @@ class _Values:
         for scope in self.scopes[:upto]:
             scope.bad = True
         if self.top[2]:  # a variable pdlint reads: the fast loader raises Unsupported for the whole inventory
-            raise _GiveUp
+            raise GiveUp
 
     def _top(self, value: Any) -> None:
         name, first, relevant = self.top
@@ -394,7 +338,7 @@ class _Values:
     def _charge(self, work: int) -> None:
         self.work += work
         if self.work > _WORK:
-            raise _GiveUp
+            raise GiveUp
 
 
 def scan_vars(text: str, path: str, limits: guard.Limits, shown: str) -> tuple[guard.Scan, dict[str, Var] | None]:
