@@ -186,7 +186,7 @@ def test_load_error_rule_reported_by_cli(tmp_path, monkeypatch, capsys) -> None:
     ("schema", {"schema"}, True), ("schema", set(), False), ("tp[heads]", {"tp-ratio"}, False),
 ])
 def test_skip_names_a_rule_or_its_family(rule: str, names: set[str], expected: bool) -> None:
-    from pdlint.engine.core import named
+    from pdlint.rule_ids import named
 
     assert named(rule, names) is expected
 

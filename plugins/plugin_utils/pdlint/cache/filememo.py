@@ -30,8 +30,6 @@ from . import store
 Scan = tuple[list[Finding], list[str]]  # duplicate-key warnings, top-level keys
 
 
-
-
 class Memo:
     """Per-file results, one entry per path (the latest content seen): an edit replaces it, nothing piles up."""
 
@@ -168,11 +166,5 @@ def _cwd() -> str:
 _CWDS: dict[str, str] = {}
 
 
-
-
-
-
-
 def _limits(limits: Limits) -> tuple[Any, ...]:
     return (limits.max_file_bytes, limits.max_depth, limits.max_nodes, limits.max_files)
-

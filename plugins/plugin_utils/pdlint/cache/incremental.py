@@ -56,7 +56,7 @@ def _unit_rows(parts: list[tuple[tuple[str, ...], frozenset[units.Key]]], found:
                hosts: Sequence[HostVars], roles: dict[str, list[Finding]], topology: Any) -> list[Any] | None:
     """Each unit as the state keeps it: hosts, keys, findings, pdlint_skip entries, role conflicts, whether one
     of its instances assumed the newest vllm release; None when a finding concerns no host."""
-    unit_of = {h: i for i, (members, _) in enumerate(parts) for h in members}
+    unit_of = {h: i for i, (members, _unused) in enumerate(parts) for h in members}
     by_unit = units.split(found, unit_of)
     if by_unit is None:
         return None
@@ -99,7 +99,7 @@ def outcome(e: runs.Entry | None, sources: list[str], config: Config, limits: gu
 
 def _changed(e: runs.Entry, kept: Any) -> tuple[list[str], Any]:
     paths, stats, racy, data = kept
-    if paths != store.name(tuple(path for path, *_ in e.files)) or len(stats) != len(e.files):
+    if paths != store.name(tuple(path for path, *_unused in e.files)) or len(stats) != len(e.files):
         raise _Stale  # a file added, removed or renamed
     # a file modified just before that run may have changed since without changing its stat (racily clean)
     racy = {path for path, digest in racy if runs.digest_of(path) != digest}
@@ -112,7 +112,7 @@ def _changed(e: runs.Entry, kept: Any) -> tuple[list[str], Any]:
 def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limits: guard.Limits) -> runs.Outcome:
     if not isinstance(kept, tuple) or len(kept) != 4:
         raise _Stale
-    changed, (_, inventory, structure, by_file, inventory_files, rows) = _changed(e, kept)
+    changed, (_unused, inventory, structure, by_file, inventory_files, rows) = _changed(e, kept)
     edited = set(changed)
     if edited & set(inventory_files):
         raise _Stale  # an inventory file changed
@@ -144,7 +144,7 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
     again = set(redo)
     others = [i for i in range(len(rows)) if i not in again]
     linked = {tuple(k) for i in others for k in rows[i][1]}
-    if any(k in linked for _, keys in parts for k in keys):
+    if any(k in linked for _unused, keys in parts for k in keys):
         raise _Stale  # the edit links these hosts to a unit it did not touch
     fresh = _unit_rows(parts, result.found, hosts, roles, result.topology)
     if fresh is None:

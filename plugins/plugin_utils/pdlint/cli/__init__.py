@@ -196,4 +196,3 @@ def _main(argv: Sequence[str] | None) -> int:
             return 2
         sys.stderr.write(f"pdlint: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)\n")
         return 2
-

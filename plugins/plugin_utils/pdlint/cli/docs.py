@@ -8,7 +8,8 @@ from ..vllm.releases import KNOWN
 # Rules that do not depend on the vLLM release (pdlint's own input checks, or facts of the inventory itself).
 SAME_IN_EVERY_RELEASE = frozenset((
     "schema", "load-error", "unresolved", "yaml[key-duplicates]", "inventory[group-name]", "skip[unused]",
-    "skip[unknown]", "model-facts", "vllm-version[unknown]", "vllm-version[pre-release]", "inventory[unmatched-vars]", "deployment[role-conflict]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
+    "skip[unknown]", "model-facts", "vllm-version[unknown]", "vllm-version[pre-release]", "inventory[unmatched-vars]",
+    "deployment[role-conflict]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
     "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]", "gpu[unused]", "multinode[shape]",
     "multinode[nodes]", "multinode[dp-ranks]",
 ))
@@ -33,8 +34,8 @@ def rule_table() -> str:
 
 def splice(readme: str) -> str:
     """readme with the table between the markers replaced by the generated one."""
-    head, _, rest = readme.partition(START)
-    _, _, tail = rest.partition(END)
+    head, _unused, rest = readme.partition(START)
+    _unused, _unused, tail = rest.partition(END)
     return f"{head}{START}\n{rule_table()}{END}{tail}"
 
 

@@ -43,7 +43,7 @@ def inventories(args: argparse.Namespace) -> list[list[str]]:
     """
     given = list(args.inventory)
     sources = [(inventory_for(path), inventory_for(path) != path) for path in args.paths]
-    real = {s: os.path.realpath(s) for s, _ in sources + [(g, False) for g in given] if "," not in s}
+    real = {s: os.path.realpath(s) for s, _unused in sources + [(g, False) for g in given] if "," not in s}
     named = [s for s, from_vars in sources if not from_vars] + given  # not just implied by a vars file
     dirs = {real[s] for s in named if s in real and os.path.isdir(real[s])}
     files = {os.path.dirname(real[s]) for s in named if s in real and not os.path.isdir(real[s])}

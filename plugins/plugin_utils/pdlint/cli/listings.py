@@ -43,7 +43,7 @@ def models(words: Sequence[str]) -> int:
         sys.stderr.write(f"pdlint: error: no known model matches {' '.join(words)!r} (see `pdlint models`); "
                          "set vllm_model_num_attention_heads, vllm_model_num_kv_heads and vllm_model_is_mla\n")
         return 2
-    width = max(len(name) for name, _, _ in rows)
+    width = max(len(name) for name, _unused, _unused in rows)
     sys.stdout.write(f"{'model':{width}}  heads  kv_heads  mla    ssm\n")
     for name, f, aliases in rows:
         sys.stdout.write(f"{name:{width}}  {f.heads!s:5}  {f.kv_heads!s:8}  {str(f.mla).lower():5}  "

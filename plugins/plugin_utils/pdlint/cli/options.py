@@ -42,14 +42,14 @@ SUBCOMMANDS = (
 
 def _epilog() -> str:
     rows = [(f"pdlint {name} {args}".rstrip(), what) for name, args, what in SUBCOMMANDS]
-    width = max(len(usage) for usage, _ in rows)
+    width = max(len(usage) for usage, _unused in rows)
     return "subcommands:\n" + "".join(f"  {usage:{width}}  {what}\n" for usage, what in rows)
 
 
 def parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.REPORTERS)),
-            description: str = "Lint vLLM prefill/decode topologies in Ansible inventories.",
-            format_help: str = "output format (default: text, or github when GITHUB_ACTIONS=true)",
-            lint: bool = True) -> argparse.ArgumentParser:
+           description: str = "Lint vLLM prefill/decode topologies in Ansible inventories.",
+           format_help: str = "output format (default: text, or github when GITHUB_ACTIONS=true)",
+           lint: bool = True) -> argparse.ArgumentParser:
     """pdlint's options; `pdlint explain` (lint=False) takes those that mean something to it, with its own formats."""
     ap = argparse.ArgumentParser(prog=prog, description=description, epilog=_epilog() if lint else None,
                                  formatter_class=argparse.RawDescriptionHelpFormatter if lint

@@ -8,7 +8,6 @@ from ..config import value as configuration
 from ..config.value import Config
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
-from ..rule_ids import named  # noqa: F401 - rule-or-family matching, used by the check action
 from ..rules import CHECKS
 from ..schema import check as schema
 from ..topology.build import build

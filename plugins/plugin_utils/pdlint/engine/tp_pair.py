@@ -8,6 +8,8 @@ from ..rules import CHECKS
 from ..topology.build import build
 from ..vllm.ranks import remote_ranks  # noqa: F401 - the filters' entry point
 
+__all__ = ["remote_ranks", "tp_pair_findings"]
+
 _CONNECTOR = {"moriio": "MoRIIOConnector", "nixl": "NixlConnector", "mooncake": "MooncakeConnector",
               "p2p-nccl": "P2pNcclConnector"}
 
@@ -31,6 +33,6 @@ def tp_pair_findings(prefill_tp: int, decode_tp: int, connector: str = "moriio",
         own = dict(kv, kv_role="kv_producer" if role == "prefill" else "kv_consumer")
         hosts.append(HostVars(name, {"vllm_pd_deployment": "pair", "vllm_pd_role": role,
                                      "vllm_tensor_parallel_size": tp, "vllm_kv_transfer_config": own, **facts}))
-    topology, _ = build(hosts)
+    topology, _unused = build(hosts)
     wanted = ("tp-ratio[", "kv-heads[")
     return sorted({f.rule for r in CHECKS if r.id.startswith(wanted) for f in r.check(topology)})

@@ -112,7 +112,7 @@ def deployment(dep: DeploymentView, is_open: bool) -> str:
     badge = f' <span class="rejected">{rejected} rejected</span>' if rejected else ""
     out = [(f'<details class="deployment" data-deployment="{_e(dep.name)}"{" open" if is_open else ""}>'
            f"<summary>{_e(dep.name)} <small>(vLLM {_e(', '.join(dep.releases))}; {len(dep.engines)} engines, "
-           f"{len(dep.pairs)} pairs)</small>{badge}</summary>"),
+            f"{len(dep.pairs)} pairs)</small>{badge}</summary>"),
            _table(("role", "engine", "hosts", "TP", "PP", "DP", "connector", "GPUs"),
                   [(e.role, e.name, ", ".join(e.hosts), e.tp, e.pp, e.dp, e.connector or "-", gpus(e))
                    for e in dep.engines]),

@@ -47,7 +47,7 @@ def compose(path: str | os.PathLike[str], checked: Preflight | None = None,
         origin = Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None)
         problem = exc.problem or exc.context or "invalid YAML"
         raise LoadError(load_error(origin, f"YAML syntax error: {problem}",
-                                "fix the YAML syntax at this position")) from None
+                                   "fix the YAML syntax at this position")) from None
     except yaml.YAMLError as exc:
         raise LoadError(load_error(Origin(display_path(path)), f"YAML error: {exc}")) from None
 
@@ -69,15 +69,16 @@ def vars_file_error(path: str, text: str, docs: list[Any]) -> Finding | None:
         if not data or isinstance(data, dict):
             return None
         return load_error(Origin(shown, 1, 1), f"vars file holds a {type(data).__name__}, not a mapping of variable names",
-                       "make the file a mapping (name: value), or empty")
+                          "make the file a mapping (name: value), or empty")
     if len(docs) > 1:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
             yaml.compose(text, Loader=loader)
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark
-            return load_error(Origin(shown, mark.line + 1 if mark else None, mark.column + 1 if mark else None), f"vars file holds {len(docs)} YAML documents; Ansible reads one",
-                           "remove the '---' line that starts the second document, or split the file")
+            where = Origin(shown, mark.line + 1 if mark else None, mark.column + 1 if mark else None)
+            return load_error(where, f"vars file holds {len(docs)} YAML documents; Ansible reads one",
+                              "remove the '---' line that starts the second document, or split the file")
     if not docs:
         return None
     node = docs[0]
@@ -97,4 +98,4 @@ def vars_file_error(path: str, text: str, docs: list[Any]) -> Finding | None:
         return None
     mark = node.start_mark
     return load_error(Origin(shown, mark.line + 1, mark.column + 1), f"vars file holds a {kind}, not a mapping of variable names",
-                   "make the file a mapping (name: value), or empty")
+                      "make the file a mapping (name: value), or empty")

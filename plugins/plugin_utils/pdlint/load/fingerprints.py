@@ -62,7 +62,7 @@ def fingerprints(sources: Sequence[str], limits: Limits | None = None,
     known: the fingerprints of an earlier call; the same paths are asked again, without a walk (a file added
     since is not seen: it changes the next walk's list)."""
     if known is not None:
-        return [listing(path) if mode == -1 else _stat(path) for path, mode, *_ in known]
+        return [listing(path) if mode == -1 else _stat(path) for path, mode, *_unused in known]
     try:
         walk = Walk(limits or Limits())
         inventory, vars_files = walk_files(sources, walk.limits, walk)

@@ -179,7 +179,8 @@ def scan_yaml(text: str, path: str, limits: Limits, feed: Callable[[type, Any], 
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
-        result.syntax_error = load_error(Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None), f"YAML syntax error: {problem}", "fix the YAML syntax at this position")
+        where = Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None)
+        result.syntax_error = load_error(where, f"YAML syntax error: {problem}", "fix the YAML syntax at this position")
     except yaml.YAMLError as exc:
         result.syntax_error = load_error(Origin(display_path(path)), f"YAML error: {exc}")
     return result

@@ -194,5 +194,3 @@ def _file(path: str, is_inventory: bool, st: os.stat_result | None, found: Prefl
         found.findings.extend(scan.duplicates)
     if len(found.findings) > before:
         found.by_file[path] = found.findings[before:]
-
-

@@ -35,7 +35,7 @@ def _yaml_hosts(node: Any, depth: int = 0) -> Any:
             if not isinstance(field, yaml.ScalarNode):
                 continue
             if field.value == "hosts" and isinstance(inner, yaml.MappingNode):
-                yield from (k for k, _ in inner.value if isinstance(k, yaml.ScalarNode))
+                yield from (k for k, _unused in inner.value if isinstance(k, yaml.ScalarNode))
             elif field.value == "children":
                 yield from _yaml_hosts(inner, depth + 1)
 

@@ -15,7 +15,7 @@ GroupRole = tuple[Any, Origin]
 def conflicts(members: Mapping[str, Iterable[str]], roles: Mapping[str, GroupRole], ancestors: Mapping[str, set[str]],
               own: Iterable[str], winner: Mapping[str, Any]) -> Iterator[Finding]:
     """by_host()'s findings."""
-    return (finding for _, finding in by_host(members, roles, ancestors, own, winner))
+    return (finding for _unused, finding in by_host(members, roles, ancestors, own, winner))
 
 
 def by_host(members: Mapping[str, Iterable[str]], roles: Mapping[str, GroupRole], ancestors: Mapping[str, set[str]],
@@ -33,11 +33,11 @@ def by_host(members: Mapping[str, Iterable[str]], roles: Mapping[str, GroupRole]
         setting = [g for g in members[host] if g in roles]
         overridden = {a for g in setting for a in ancestors.get(g, set())}
         given = {g: roles[g] for g in sorted(setting) if g not in overridden}
-        if len({str(value) for value, _ in given.values()}) < 2:
+        if len({str(value) for value, _unused in given.values()}) < 2:
             continue
         parts = [f"{g} gives {value} ({origin})" for g, (value, origin) in given.items()]
         kept = winner.get(host)
-        origin = next((o for value, o in given.values() if value == kept), next(iter(given.values()))[1])
+        origin = next((o for value, o in given.values() if value == kept), list(given.values())[0][1])
         yield host, Finding(origin, "deployment[role-conflict]", "error",
                             f"host {host} is in groups that give it different roles: {'; '.join(parts)}; "
                             f"Ansible keeps {kept}",

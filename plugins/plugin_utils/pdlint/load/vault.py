@@ -44,4 +44,3 @@ def locked(path: str) -> Finding:
     """A vault-encrypted file read without a password."""
     return Finding(Origin(display_path(path), 1, 1), "unresolved", "warning",
                    "vault-encrypted file not decrypted: its variables are not checked", HINT)
-

@@ -89,5 +89,5 @@ def describe(expl: Explanation, hosts: Collection[str]) -> str | None:
         out += ["", f"**{', '.join(names[:NAMES])}**{more} {body[0]}", *body[1:]]
     if len(said) > GROUPS:
         out += ["", (f"... and {sum(len(n) for n in list(said.values())[GROUPS:])} more pairs: `pdlint explain` "
-                    "lists them all")]
+                     "lists them all")]
     return "\n".join(out) + "\n"

@@ -99,7 +99,7 @@ def as_sarif(findings: Sequence[Finding], suppressed: Sequence[Finding] = ()) ->
             "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri().rstrip("/") + "/"}},
             "columnKind": "unicodeCodePoints",
             "results": [result(f, index, root) for f in findings]
-                       + [result(f, index, root, suppressed=True) for f in suppressed],
+            + [result(f, index, root, suppressed=True) for f in suppressed],
         }],
     }
     return json.dumps(log, indent=2) + "\n"

@@ -168,11 +168,11 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
         value = extra["enforce_handshake_compat"]
         yield ("extra.enforce_handshake_compat",
                (f"NIXL enforce_handshake_compat {value!r} is not a boolean; vLLM tests its truthiness, so "
-               f"{value!r} means {bool(value)}"), "write enforce_handshake_compat: true or false (unquoted)")
+                f"{value!r} means {bool(value)}"), "write enforce_handshake_compat: true or false (unquoted)")
     if kind == "mooncake" and extra.get("bootstrap_server_address") is not None and \
             mooncake.reads_bootstrap_address(release):
         address = str(extra["bootstrap_server_address"])
-        host, _, port = address.rpartition(":")
+        host, _unused, port = address.rpartition(":")
         if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
             yield ("extra.bootstrap_server_address",
                    f"Mooncake bootstrap_server_address {address!r} must specify a host and port",
@@ -190,8 +190,8 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     elif hma.rejected(inst) and not composite.is_composite(inst):
         yield ("disable_hybrid_kv_cache_manager",
                (f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
-               "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
-               "HMA is enabled\")"), "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset")
+                "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
+                "HMA is enabled\")"), "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset")
 
 
 @rule("connector[config]")

@@ -110,8 +110,6 @@ def tp_origin(engine: Engine) -> Origin | None:
     return found if found is not None and found.file is not None and found.line is not None else None
 
 
-
-
 Link = tuple[vpair.Side, Engine, vpair.Side]  # the engine's side, a partner engine, the partner's side
 
 
@@ -123,12 +121,12 @@ def joint_sizes(nodes: Nodes, engine: Engine, side: vpair.Side,
     keep it; partners at an invalid TP get the size nearest theirs that pairs with engine's.
     """
     origin = tp_origin(engine)
-    shared = [(o, so) for _, o, so in links if origin is not None and tp_origin(o) == origin]
+    shared = [(o, so) for _unused, o, so in links if origin is not None and tp_origin(o) == origin]
     found: list[tuple[int, tuple[tuple[Engine, int], ...]]] = []
     for tp in sorted(range(1, _LIMIT + 1), key=lambda n: (abs(n - side.tp), -n)):
         if not (own_ok(engine, side, tp) and all(own_ok(o, so, tp) for o, so in shared)):
             continue
-        sizes = {id(engine): (engine, tp), **{id(o): (o, tp) for o, _ in shared}}
+        sizes = {id(engine): (engine, tp), **{id(o): (o, tp) for o, _unused in shared}}
         moved: list[tuple[Engine, int]] = []
         for own, partner, so in links:
             if id(partner) in sizes:
@@ -159,14 +157,14 @@ def joint_hint(nodes: Nodes, engine: Engine, side: vpair.Side, links: list[Link]
     if not found:
         return None
     origin = tp_origin(engine)
-    shared = sorted({o.lead.label for _, o, _ in links if origin is not None and tp_origin(o) == origin})
+    shared = sorted({o.lead.label for _unused, o, _unused in links if origin is not None and tp_origin(o) == origin})
     every = ", ".join(sorted({engine.lead.label, *shared}))  # the same text from each of them: one finding
-    if not any(moved for _, moved in found):
-        sizes = words([tp for tp, _ in found])
+    if not any(moved for _unused, moved in found):
+        sizes = words([tp for tp, _unused in found])
         if shared:
             return f"use TP {sizes} on this line, which sets the TP of {every}; it suits each of them"
         return f"use TP {sizes}"
     options = [f"TP {tp} with " + " and ".join(f"{o.lead.role} {o.lead.label} TP {n}" for o, n in moved)
                for tp, moved in found]
-    partners = sorted({f"{o.lead.role} {o.lead.label}'s TP {o.lead.tp}" for _, moved in found for o, _ in moved})
+    partners = sorted({f"{o.lead.role} {o.lead.label}'s TP {o.lead.tp}" for _side, moved in found for o, _size in moved})
     return f"use {' or '.join(options)} ({', '.join(partners)} is invalid too)"

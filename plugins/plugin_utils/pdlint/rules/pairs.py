@@ -106,7 +106,7 @@ def tp_hint_for(topo: Topology, inst: Instance) -> str | None:
     memo = _memo(topo)
     if "by-instance" not in memo:  # each instance's engine in every checked pair, indexed once per topology
         index: dict[int, tuple[Engine, vpair.Side, list[Link]]] = {}
-        for p, d, sp, sd, _ in checked(topo):
+        for p, d, sp, sd, _unused in checked(topo):
             for engine, side, partner, other in ((p, sp, d, sd), (d, sd, p, sp)):
                 for i in engine.instances:  # by identity: Instance equality compares every field
                     index.setdefault(id(i), (engine, side, []))[2].append((side, partner, other))

@@ -267,7 +267,7 @@ def _cannot_run_hma(inst: Instance) -> str:
     release = _release(inst)
     if composite.is_composite(inst):
         if composite.children_hma(inst) is False or composite.class_hma(inst.connector, inst.module_path,
-                                                                         release) is False:
+                                                                        release) is False:
             lacking = " and ".join(hybrid.lacking(inst)) or "a child connector"
             return (f"{inst.label} cannot turn it on: {lacking} in its {inst.connector} lacks SupportsHMA in "
                     f"vLLM {release}")

@@ -41,8 +41,8 @@ TRANSFER: Timeline[str] = Timeline(
     ("0.8.5", "none", "factory.py (MultiConnector is not registered)", "no MultiConnector"),
     ("0.9.0", "one-params", (f"{_M} MultiConnector.get_num_new_matched_tokens (the first child reporting matched "
      "tokens loads the request) and request_finished (RuntimeError \"Only one connector can produce KV transfer "
-     "params\")"), ("the P/D transfer child (NIXL, MoRIIO, Mooncake, P2pNccl: the one whose kv_transfer_params "
-                    "the decode reads) pairs; only one child may produce kv_transfer_params")),
+                             "params\")"), ("the P/D transfer child (NIXL, MoRIIO, Mooncake, P2pNccl: the one whose kv_transfer_params "
+                                            "the decode reads) pairs; only one child may produce kv_transfer_params")),
     ("0.25.0", "merged-params", (f"{_M} MultiConnector._aggregate_request_finished (kv_transfer_params of all "
      "children merged; RuntimeError \"Key clash in kv_transfer_params from multiple connectors\")"),
      "the P/D transfer child pairs; the children's kv_transfer_params are merged unless their keys clash"),
@@ -62,9 +62,9 @@ HMA: Timeline[str] = Timeline(
       "inherited, SupportsHMA); explicitly on with a child lacking it: the __init__ assert")),
     ("0.23.0", "factory-children", ("factory.py KVConnectorFactory.supports_hma_config -> "
      f"{_M} MultiConnector.all_children_support_hma (only for kv_connector == \"MultiConnector\"; recursive; no "
-     "children: False)"), ("unset: on only when every child supports HMA; explicitly on otherwise: ValueError "
-                           "\"Connector MultiConnector does not support HMA but HMA is enabled\"; a subclass "
-                           "(PdConnector) keeps HMA on and fails the __init__ assert")),
+                                    "children: False)"), ("unset: on only when every child supports HMA; explicitly on otherwise: ValueError "
+                                                          "\"Connector MultiConnector does not support HMA but HMA is enabled\"; a subclass "
+                                                          "(PdConnector) keeps HMA on and fails the __init__ assert")),
 )
 
 

@@ -38,7 +38,8 @@ class ConnectorKeys:
 _INT = {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string", "type": "string", "pattern": r"^\s*-?[0-9]+\s*$"}]}  # vLLM int()s these
 _DIGITS = {"title": "digits, as a string", "type": "string", "pattern": INT_STRING}  # used as a string (concatenated, put in os.environ)
 _NUMBER = {"anyOf": [{"type": "number"}, {"title": "a number written as a string", "type": "string", "pattern": r"^\s*[0-9.eE+-]+\s*$"}]}
-_POSITIVE = {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"title": "a positive number written as a string", "type": "string", "pattern": r"^\s*[0-9.eE+]+\s*$"}]}
+_POSITIVE = {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {
+    "title": "a positive number written as a string", "type": "string", "pattern": r"^\s*[0-9.eE+]+\s*$"}]}
 _STR = {"type": "string"}
 _BOOL = {"type": "boolean"}
 _READ_MODE = {"anyOf": [{"type": "boolean"}, {"enum": [0, 1]},
@@ -113,7 +114,7 @@ CONNECTORS: tuple[ConnectorKeys, ...] = (MORIIO, NIXL, MOONCAKE, P2P_NCCL, LMCAC
 
 
 MORIIO_INTS = ("http_port", "handshake_port", "notify_port", "proxy_ping_port",
-                "qp_per_transfer", "post_batch_size", "num_workers")
+               "qp_per_transfer", "post_batch_size", "num_workers")
 MORIIO_TIMEOUTS = ("transfer_timeout", "defer_timeout", "recv_abort_timeout")
 # extra_config keys whose bad values connector[config] reports (with vLLM's reason), so the schema rule leaves them.
 CHECKED_EXTRA = frozenset((*MORIIO_INTS, *MORIIO_TIMEOUTS, "backend", "read_mode", "enforce_handshake_compat",

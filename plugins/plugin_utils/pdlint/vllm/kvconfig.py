@@ -132,12 +132,12 @@ def _declare() -> None:
     """The timelines of this module and the registry that decide rules (pdlint rules ID, rules-provenance.md)."""
 
     declared: tuple[tuple[str, Timeline[Any]], ...] = (("connector[unknown]", registry.documented(registry.NAMES)),
-                              ("connector[unknown]", registry.UNKNOWN_NAME),
-                              ("connector[config]", registry.HMA_DEFAULT),
-                              ("connector[config]", registry.documented(registry.SUPPORTS_HMA)),
-                              ("deployment[connector]", registry.ALIASES), ("kv-role[missing]", ROLE_REQUIRED),
-                              ("kv-role[invalid]", ROLE_INVALID), ("schema", FIELDS), ("schema", EXTRA),
-                              ("schema", NUMBER_FIELDS), ("schema", PARSE))
+                                                       ("connector[unknown]", registry.UNKNOWN_NAME),
+                                                       ("connector[config]", registry.HMA_DEFAULT),
+                                                       ("connector[config]", registry.documented(registry.SUPPORTS_HMA)),
+                                                       ("deployment[connector]", registry.ALIASES), ("kv-role[missing]", ROLE_REQUIRED),
+                                                       ("kv-role[invalid]", ROLE_INVALID), ("schema", FIELDS), ("schema", EXTRA),
+                                                       ("schema", NUMBER_FIELDS), ("schema", PARSE))
     for rule_id, timeline in declared:
         history(rule_id, timeline)
 

@@ -16,8 +16,8 @@ PAIRING: Timeline[str] = history("tp-ratio[p2p-nccl]", Timeline(
     ("0.9.2", "symmetric", f"{_C}.check_tensors_except_dim, start_load_kv, save_kv_layer",
      ("equal TP and equal PP only: world rank r sends to world rank r (kv_port + rank); unequal per-rank shapes "
       "raise NotImplementedError "
-     "(\"Currently, only symmetric TP is supported. Asymmetric TP, PP,and others ...\") at the first transfer, "
-     "equal shapes with unequal TP hang (pdlint: error)")),
+      "(\"Currently, only symmetric TP is supported. Asymmetric TP, PP,and others ...\") at the first transfer, "
+      "equal shapes with unequal TP hang (pdlint: error)")),
     ("0.24.0", "gone", "kv_connector/factory.py", "P2pNcclConnector is not registered (connector[unknown])"),
 ))
 HTTP_PORT: Timeline[str] = history("connector[config]", Timeline(
@@ -25,7 +25,7 @@ HTTP_PORT: Timeline[str] = history("connector[config]", Timeline(
     ("0.9.2", "always", f"{_E} (kv_connector_extra_config['http_port'])", "required: KeyError at worker start"),
     ("0.11.1", "with-proxy", f"{_E} (get_from_extra_config('http_port', None))",
      ("required when proxy_ip and proxy_port are both set: ValueError \"kv_connector_extra_config.http_port is "
-     "required\"")),
+      "required\"")),
     ("0.24.0", "gone", "kv_connector/factory.py", "P2pNcclConnector is not registered (connector[unknown])"),
 ))
 

@@ -27,7 +27,7 @@ NAMES: Timeline[frozenset[str]] = Timeline(
     ("0.13.0", frozenset(("ExampleConnector", "P2pNcclConnector", "LMCacheConnectorV1", "LMCacheMPConnector",
                           "NixlConnector", "MultiConnector", "OffloadingConnector", "DecodeBenchConnector",
                           "MooncakeConnector")), _F + " (SharedStorageConnector renamed ExampleConnector; "
-                                                     "MooncakeConnector is the V1 connector)"),
+     "MooncakeConnector is the V1 connector)"),
     ("0.14.0", frozenset(("ExampleConnector", "P2pNcclConnector", "LMCacheConnectorV1", "LMCacheMPConnector",
                           "NixlConnector", "MultiConnector", "MoRIIOConnector", "OffloadingConnector",
                           "DecodeBenchConnector", "MooncakeConnector")), _F),
@@ -126,8 +126,8 @@ UNKNOWN_NAME: Timeline[str] = Timeline(
      "KeyError at engine start; kv_connector_module_path does not exist"),
     ("0.9.0", "ValueError \"Unsupported connector type: {name}\"",
      ("factory.py KVConnectorFactory.create_connector_v1 / "
-     "get_connector_class"), ("ValueError \"Unsupported connector type\" unless kv_connector_module_path is set; a "
-     "registered name wins over the module path")),
+      "get_connector_class"), ("ValueError \"Unsupported connector type\" unless kv_connector_module_path is set; a "
+                               "registered name wins over the module path")),
     ("0.20.0", "ValueError \"Unsupported connector type: {name}\"", ("factory.py KVConnectorFactory."
      "_get_connector_class_with_compat / get_connector_class"), ("ValueError \"Unsupported connector type\" unless "
      "kv_connector_module_path is set, which now wins over the registry; an empty module path is a ValueError")),
@@ -290,5 +290,3 @@ def env_int(inst: Instance, name: str, default: int) -> int | None:
 def nearest(candidates: list[int], near: int, limit: int = 2) -> list[int]:
     """The limit candidates closest to near (ties: the larger), ascending: for "use TP 4 or 8" hints."""
     return sorted(sorted(candidates, key=lambda n: (abs(n - near), -n))[:limit])
-
-

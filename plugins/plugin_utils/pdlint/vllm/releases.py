@@ -57,7 +57,8 @@ def parse(text: object) -> Release | None:
 
 def R(text: str) -> Release:  # noqa: N802 - reads like a literal in the span tables
     release = parse(text)
-    assert release is not None, text
+    if release is None:
+        raise AssertionError(text)
     return release
 
 
@@ -97,7 +98,7 @@ def resolve(text: str | None) -> Resolution:
     if series and re.match(r"^\s*[vV]?\d+\.\d+\s*$", str(text)):
         return Resolution(str(text), series[-1])  # `0.25` means the series: its newest release
     if asked in KNOWN:
-        pre = _PRE.search(str(text).split("+")[0])
+        pre = _PRE.search(str(text).split("+", maxsplit=1)[0])
         if pre:
             return Resolution(str(text), asked, prerelease=(
                 f"vLLM {str(text).strip()} is a pre-release ({pre.group().lstrip('.-')}) of {asked}: the rules of "
@@ -147,7 +148,8 @@ class Timeline(Generic[T]):
     def __init__(self, what: str, *steps: tuple[str, T, str] | tuple[str, T, str, str]) -> None:
         self.what = what
         self.steps = tuple(Step(R(step[0]), *step[1:]) for step in steps)  # type: ignore[arg-type]
-        assert list(self.steps) == sorted(self.steps, key=lambda s: s.since), what
+        if list(self.steps) != sorted(self.steps, key=lambda s: s.since):
+            raise AssertionError(what)
         self._by_release: dict[Release, Step[T]] = {}  # rules ask per pair: a lookup, not a scan of the steps
 
     def step(self, release: Release) -> Step[T]:

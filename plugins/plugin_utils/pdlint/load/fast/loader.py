@@ -87,7 +87,7 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
         final = [hv if hv is not None else next(rendered) for hv in result]
     if notes is not None:
         conflicts = list(role_conflicts(inv, by_name, ancestors, final))
-        notes.extend(f for _, f in conflicts)
+        notes.extend(f for _unused, f in conflicts)
         if keep is not None and not templated:
             keep.inventory, keep.structure = inv, structure
             keep.by_file, keep.inventory_files = checked.by_file, checked.inventory_files
@@ -138,5 +138,3 @@ def read_by(inv: Inventory, sources: Sequence[str], path: str) -> list[str] | No
                 return None if name == "all" else []
             return sorted(h for h, host in inv.hosts.items() if name in inv.host_groups(host))
     return None
-
-

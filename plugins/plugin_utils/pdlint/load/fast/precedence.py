@@ -87,7 +87,7 @@ def _member(host: Host, ancestors: dict[str, set[str]]) -> set[str]:
 
 
 def resolve(inv: Inventory, names: Sequence[str], by_name: VarsFiles, ancestors: dict[str, set[str]],
-             memo: Any) -> list[HostVars | None]:
+            memo: Any) -> list[HostVars | None]:
     """The named hosts' variables (None for a host with a templated value)."""
     depth = inv.depths()
     by_groups: dict[tuple[str, ...], _Resolved] = {}
@@ -115,7 +115,7 @@ def resolve(inv: Inventory, names: Sequence[str], by_name: VarsFiles, ancestors:
 
 
 def role_conflicts(inv: Inventory, by_name: VarsFiles, ancestors: dict[str, set[str]],
-                    result: list[HostVars], only: Sequence[str] | None = None) -> Iterator[tuple[str, Finding]]:
+                   result: list[HostVars], only: Sequence[str] | None = None) -> Iterator[tuple[str, Finding]]:
     """roles.by_host() over the fast loader's groups (templated hosts are the reference loader's to judge), for
     every host or only those named."""
     hosts = inv.hosts if only is None else {name: inv.hosts[name] for name in only}

@@ -31,7 +31,7 @@ def _dir_files(path: str) -> list[str]:
 
 
 def find_vars_files(path: str, name: str, listing: frozenset[str] | None = None,
-                     regular: Container[str] = ()) -> list[str]:
+                    regular: Container[str] = ()) -> list[str]:
     """DataLoader.find_vars_files: <name>, then <name>.yml/.yaml/.json; a directory means all files in it.
 
     listing: the directory's names, listed once instead of a stat per candidate; regular: paths known to be

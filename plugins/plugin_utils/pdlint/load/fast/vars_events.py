@@ -11,6 +11,9 @@ within one value.
 """
 from __future__ import annotations
 
+# pylint: disable=unidiomatic-typecheck  # `type(v) is dict` on purpose: one check per event, and a dict subclass
+# is never built here
+
 from typing import Any
 
 import yaml

@@ -37,7 +37,7 @@ class _Nodes:
         """Where each key of a mapping is written (its first occurrence, as the dict keeps the first key)."""
         found: dict[Any, Origin] = {}
         if isinstance(node, yaml.MappingNode):
-            for key_node, _ in node.value:
+            for key_node, _unused in node.value:
                 mark = key_node.start_mark
                 found.setdefault(scalar(key_node), Origin(self.file, mark.line + 1, mark.column + 1))
         return found
