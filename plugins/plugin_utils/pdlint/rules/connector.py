@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology
-from ..vllm import composite, external, hma, mooncake, moriio_config, p2p, view
+from ..vllm import composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, view
 from ..vllm import registry as connectors
 from ..vllm.releases import Release
 from .base import Hit, hit, rule, words
@@ -202,6 +202,11 @@ def _hma_problems(inst: Instance, release: Release) -> Iterator[tuple[str, str, 
     found = hma.off_failure(inst)
     if found:
         yield ("disable_hybrid_kv_cache_manager", found[0], hma.off_fix(inst))
+    layout = moriio_hybrid.nixl_layout(inst)
+    if layout:
+        yield (f"env.{moriio_hybrid.CONV_ENV}", layout[0], moriio_hybrid.DS_HINT)
+    for where, message, fix, _ in moriio_hybrid.moriio_start(inst):
+        yield (where, message, fix)
 
 
 @rule("connector[config]")
@@ -218,7 +223,11 @@ def config(topo: Topology) -> Iterator[Hit]:
     SupportsHMA (factory.py create_connector), or resolved off for a Mamba/SSM
     hybrid model, which does not start (kv_cache_utils.py
     unify_hybrid_kv_cache_specs 0.9.1 - 0.30.0; NIXL's worker asserts HMA
-    for Mamba layers from 0.18.0).
+    for Mamba layers from 0.18.0). Mamba/SSM layers need the DS conv-state
+    layout (VLLM_SSM_CONV_STATE_LAYOUT=DS; SD when unset): NIXL asserts it
+    from 0.20.0, MoRIIO raises in read mode from 0.31.0 and in both modes
+    from 0.33.0. MoRIIO under HMA: Mamba layers raise in 0.30.0, and write
+    mode with sliding-window layers raises from 0.30.0.
 
     PASS:
 
