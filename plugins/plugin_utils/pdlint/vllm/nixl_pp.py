@@ -23,14 +23,28 @@ PUSH = "NixlPushConnector"
 # Pipeline parallelism: which sides may run PP > 1.
 PP: Timeline[str] = history("tp-ratio[nixl]", Timeline(
     "NIXL pipeline parallelism",
-    ("0.9.0", "none", f"{_OLD}._nixl_handshake (metadata keyed by TP rank only)",
+    ("0.9.0", "none", (f"{_OLD}._nixl_handshake; v1/engine/core.py EngineCore.__init__ (handshake metadata keyed "
+                       "by TP rank only, the stages' merged with content.update)"),
      "PP > 1 is unsupported on either side; vLLM does not check it (inferred)"),
+    ("0.23.0", "rejected", ("kv_connector/v1/base.py KVConnectorBase_V1.set_xfer_handshake_metadata_pp_aware "
+                            "(called by v1/engine/core.py EngineCore.__init__; NIXL does not override it)"),
+     ("PP > 1 on either side: ValueError \"NixlConnector received pp_rank > 0 handshake metadata but does not "
+      "support PP-disaggregated KV transfer.\" at engine start")),
     ("0.26.0", "push-prefill",
-     f"{_W24}.__init__ (\"... consumer (decode) does not support pipeline_parallel_size > 1.\")",
-     "decode PP > 1 fails (kv_consumer: NotImplementedError); prefill PP > 1 only with NixlPushConnector"),
-    ("0.29.0", "prefill", "v1/nixl/pull_scheduler.py (advertises pp_size), " + _W24 + "._background_nixl_handshake",
-     "decode PP > 1 fails (kv_consumer: NotImplementedError); prefill PP > 1 works in pull and push"),
+     (f"{_W24}.__init__ (\"... consumer (decode) does not support pipeline_parallel_size > 1.\"); "
+      f"{_W24}._validate_remote_agent_handshake (\"Number of KV layers must match between prefill and decode\")"),
+     ("decode PP > 1 fails (kv_consumer: NotImplementedError); prefill PP > 1 only with NixlPushConnector: the "
+      "pulling decode checks each prefill stage's layers against all of its own (0.29.0+ it asks every stage)")),
 ))
+# The handshake's layer-count assert (pull: the decode checks the prefill's registered regions against its own).
+LAYERS: Timeline[str | None] = history("tp-ratio[nixl]", Timeline(
+    "NIXL handshake layer count",
+    ("0.9.0", None, f"{_OLD}.add_remote_agent (no layer-count check)", "no check"),
+    ("0.11.1", "AssertionError", (f"{_OLD}._validate_remote_agent_handshake (0.20.0+ v1/nixl/worker.py: `assert "
+                                  "len(nixl_agent_meta.kv_caches_base_addr) == len(self.block_len_per_layer)`)"),
+     "a prefill whose stage holds fewer layers than the decode fails the handshake (bare AssertionError)"),
+))
+
 # PP > 1 with the hybrid KV cache manager required: `_is_hma_required` is HMA on (the resolved
 # scheduler_config.disable_hybrid_kv_cache_manager: hma.enabled) and any layer spec not a FullAttentionSpec
 # (SlidingWindowSpec, MambaSpec, ...), so a sliding-window model such as gpt-oss or Gemma 3 counts.
@@ -59,8 +73,9 @@ def _layers(side: Side) -> str:
     return "Mamba/SSM" if side.ssm else f"sliding-window ({side.sliding_window})"
 
 
-def issue(side: Side, push: bool) -> tuple[str, str, bool] | None:
-    """(message, vLLM source, vLLM raises) for side running PP > 1 in its release; None: it works."""
+def issue(side: Side, push: bool, other_pp: int | None = None) -> tuple[str, str, bool] | None:
+    """(message, vLLM source, vLLM raises) for side running PP > 1 in its release (other_pp: the other side's
+    PP); None: it works."""
     rel, pp, role = side.release, side.pp, side.role
     if pp <= 1:
         return None
@@ -77,10 +92,13 @@ def issue(side: Side, push: bool) -> tuple[str, str, bool] | None:
                 "NotImplementedError (\"... does not support pipeline_parallel_size > 1 with Mamba/SSM hybrid KV "
                 "cache layouts yet.\")", PP_SSM.step(rel).source, True)
     mode, source = PP.at(rel), PP.step(rel).source
+    if mode == "rejected":
+        message = (f"{role} pipeline_parallel_size {pp}: NIXL in vLLM {rel} raises ValueError at engine start "
+                   "(\"NixlConnector received pp_rank > 0 handshake metadata but does not support PP-disaggregated KV "
+                   "transfer.\")")
+        return message, source, True
     if mode == "none":
-        return (f"{role} pipeline_parallel_size {pp}: NIXL in vLLM {rel} has no pipeline-parallel support "
-                f"(vLLM {rel} does not check this: the handshake is keyed by TP rank only, so stages collide and KV "
-                "of the other stages is never transferred)", source, False)
+        return _unsupported(side, other_pp), source, False
     if role == "decode" and side.kv_role == "kv_consumer":
         return (f"decode pipeline_parallel_size {pp}: NIXL in vLLM {rel} raises NotImplementedError "
                 "(\"NixlPushConnector consumer (decode) does not support pipeline_parallel_size > 1.\")", source, True)
@@ -88,10 +106,23 @@ def issue(side: Side, push: bool) -> tuple[str, str, bool] | None:
         return (f"decode pipeline_parallel_size {pp}: NIXL in vLLM {rel} does not support decode-side PP "
                 f"(vLLM {rel} only rejects it for kv_role kv_consumer: completions are counted per consumer rank, "
                 "so requests never finish)", source, False)
-    if mode == "push-prefill" and not push:
-        return (f"prefill pipeline_parallel_size {pp}: NIXL pull in vLLM {rel} handshakes with PP rank 0 only "
-                f"(vLLM {rel} does not check this: use NixlPushConnector, or vLLM 0.29.0+)", source, False)
+    if not push and not side.ssm:  # Mamba layers skip the assert (`elif not self._has_mamba`)
+        message = (f"prefill pipeline_parallel_size {pp}: NIXL pull in vLLM {rel} fails the first handshake: the "
+                   "decode checks each prefill stage's layers against all of its own (AssertionError \"Number of KV "
+                   "layers must match between prefill and decode\"); NixlPushConnector slices the decode's layers")
+        return message, source, True
     return None
+
+
+def _unsupported(side: Side, other_pp: int | None) -> str:
+    rel, role, pp = side.release, side.role, side.pp
+    if other_pp is not None and other_pp != pp and LAYERS.at(rel):
+        return (f"{role} pipeline_parallel_size {pp} with {other_pp} on the other side: NIXL in vLLM {rel} has no "
+                "pipeline-parallel support (handshake metadata is keyed by TP rank only, so the decode sees one "
+                "stage's layers and the handshake's layer-count assert fails: AssertionError)")
+    return (f"{role} pipeline_parallel_size {pp}: NIXL in vLLM {rel} has no pipeline-parallel support "
+            f"(vLLM {rel} does not check this: the handshake is keyed by TP rank only, so stages collide and KV "
+            "of the other stages is never transferred)")
 
 
 def fixes(side: Side, push: bool) -> list[str]:
@@ -112,8 +143,8 @@ def fixes(side: Side, push: bool) -> list[str]:
 def pipeline(p: Side, d: Side) -> Iterator[Problem]:
     """A problem per side whose PP > 1 its release cannot run (pull: decode reads; push: prefill writes)."""
     push = is_push(p)
-    for side in (p, d):
-        found = issue(side, push)
+    for side, other in ((p, d), (d, p)):
+        found = issue(side, push, other.pp)
         if found is None:
             continue
         message, source, _ = found
