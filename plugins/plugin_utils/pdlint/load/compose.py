@@ -42,14 +42,8 @@ def compose(path: str | os.PathLike[str], checked: Preflight | None = None,
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         return text, list(yaml.compose_all(text, Loader=loader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        origin = Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None)
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise LoadError(load_error(origin, f"YAML syntax error: {problem}",
-                                   "fix the YAML syntax at this position")) from None
     except yaml.YAMLError as exc:
-        raise LoadError(load_error(Origin(display_path(path)), f"YAML error: {exc}")) from None
+        raise LoadError(guard.yaml_error(path, exc)) from None
 
 
 def vars_file_error(path: str, text: str, docs: list[Any]) -> Finding | None:

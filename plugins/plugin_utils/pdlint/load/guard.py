@@ -43,11 +43,28 @@ def refuse(path: str, message: str, hint: str | None = None, line: int | None = 
     return Refused(load_error(Origin(display_path(path), line, column), message, hint))
 
 
+def oversize(path: str, size: int, limits: Limits) -> Refused:
+    """The refusal of a file over the size limit, wherever its size was seen (stat, bytes read, an editor buffer)."""
+    return refuse(path, f"file is {size:,} bytes, over the {limits.max_file_bytes:,}-byte limit",
+                  "raise the limit with --max-file-size if this file is genuine")
+
+
+def yaml_error(path: str, exc: Exception) -> Finding:
+    """The load-error of YAML libyaml cannot parse (a yaml.YAMLError): at the problem's mark when it has one."""
+    import yaml  # only a file being read gets here (a cached run never imports yaml)
+
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        where = Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None)
+        return load_error(where, f"YAML syntax error: {problem}", "fix the YAML syntax at this position")
+    return load_error(Origin(display_path(path)), f"YAML error: {exc}")
+
+
 def text_of(data: bytes, path: str, limits: Limits) -> str:
     """The file's text, or Refused: too large, binary, or not UTF-8 (with the line of the first bad byte)."""
     if len(data) > limits.max_file_bytes:
-        raise refuse(path, f"file is {len(data):,} bytes, over the {limits.max_file_bytes:,}-byte limit",
-                     "raise the limit with --max-file-size if this file is genuine")
+        raise oversize(path, len(data), limits)
     nul = data.find(b"\0")
     if nul >= 0:
         raise refuse(path, "binary file (contains NUL bytes), not an inventory or vars file",
@@ -176,11 +193,6 @@ def scan_yaml(text: str, path: str, limits: Limits, feed: Callable[[type, Any], 
                 place(size, event, None)
             if feed is not None:
                 feed(kind, event)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        where = Origin(display_path(path), mark.line + 1 if mark else None, mark.column + 1 if mark else None)
-        result.syntax_error = load_error(where, f"YAML syntax error: {problem}", "fix the YAML syntax at this position")
     except yaml.YAMLError as exc:
-        result.syntax_error = load_error(Origin(display_path(path)), f"YAML error: {exc}")
+        result.syntax_error = yaml_error(path, exc)
     return result

@@ -52,15 +52,13 @@ def read_bounded(path: str, limits: Limits, overlay: Mapping[str, str] | None = 
     if overlay is not None and path in overlay:
         data = overlay[path].encode("utf-8")
         if len(data) > limits.max_file_bytes:
-            raise refuse(path, f"file is {len(data):,} bytes, over the {limits.max_file_bytes:,}-byte limit",
-                         "raise the limit with --max-file-size if this file is genuine")
+            raise guard.oversize(path, len(data), limits)
         return data
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if size > limits.max_file_bytes:
-                raise refuse(path, f"file is {size:,} bytes, over the {limits.max_file_bytes:,}-byte limit",
-                             "raise the limit with --max-file-size if this file is genuine")
+                raise guard.oversize(path, size, limits)
             return fh.read(limits.max_file_bytes + 1)
     except OSError as exc:
         raise refuse(path, f"cannot read file: {exc.strerror}") from None

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from ..finding import Finding, Origin
 from ..paths import display_path
-from .layout import ignored, is_host_list, source_dir
+from .layout import YAML_EXT, ignored, is_host_list, source_dir
 
-_EXTS = (".yml", ".yaml", ".json")  # ansible-core's YAML_FILENAME_EXTENSIONS: host_vars/NAME plus one of these
+_EXTS = YAML_EXT  # ansible-core's YAML_FILENAME_EXTENSIONS: host_vars/NAME plus one of these
 _IMPLICIT = ("all", "ungrouped")
 
 

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import compose, preflight
-from ..layout import source_dir
+from ..layout import (
+    YAML_EXT,  # noqa: F401 - sources.py and vars_dirs.py take it from here
+    source_dir,
+)
 from .values import Unsupported, Var
-
-YAML_EXT = (".yml", ".yaml", ".json")
-
 
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')  # object, array, string, number, true, false, null, NaN, Infinity
 

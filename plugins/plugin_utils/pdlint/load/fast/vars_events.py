@@ -13,7 +13,6 @@ from __future__ import annotations
 
 # pylint: disable=unidiomatic-typecheck  # `type(v) is dict` on purpose: one check per event, and a dict subclass
 # is never built here
-
 from typing import Any
 
 import yaml

@@ -12,6 +12,7 @@ from .. import (
     tagged,
 )
 from ..errors import LoadError
+from ..layout import YAML_EXT
 
 
 def error_origin(exc: BaseException) -> Origin:
@@ -66,7 +67,7 @@ def failure(exc: BaseException, warnings: list[Any], yaml_errors: Mapping[str, F
         causes = [w.event for w in warnings if "Failed to parse inventory with" in w.event.msg]
         # The INI parser's complaint is the useful one for files without a YAML extension, else the YAML one.
         source = message.rsplit(" ", 1)[-1]
-        want = "'yaml'" if source.endswith((".yml", ".yaml", ".json")) else "'ini'"
+        want = "'yaml'" if source.endswith(YAML_EXT) else "'ini'"
         causes.sort(key=lambda event: want not in event.msg)
         if causes:
             chain, event = [], causes[0]
