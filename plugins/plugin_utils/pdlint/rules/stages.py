@@ -124,6 +124,39 @@ def key_duplicates(_topo: Topology) -> Iterator[Hit]:
     return iter(())
 
 
+@rule("inventory[no-pd-hosts]", "warning")
+def no_pd_hosts(_topo: Topology) -> Iterator[Hit]:
+    """No host takes part (none sets vllm_pd_role), yet the inventory looks like P/D: nothing would be checked.
+
+    Reported by the loader when groups or hosts are named prefill or decode, or
+    a --kv-transfer-config or kv_connector appears in any value; the hint holds
+    the `variables:` lines of .pdlint.yaml that map the role's own names.
+
+    PASS:
+
+        all:
+          children:
+            prefill:
+              hosts:
+                p1: {vllm_pd_role: prefill, vllm_pd_deployment: chat}
+            decode:
+              hosts:
+                d1: {vllm_pd_role: decode, vllm_pd_deployment: chat}
+
+    FAIL:
+
+        all:
+          children:
+            prefill:
+              hosts:
+                p1: {tp: 4}
+            decode:
+              hosts:
+                d1: {tp: 6}
+    """
+    return iter(())
+
+
 @rule("inventory[group-name]", "warning")
 def group_name(_topo: Topology) -> Iterator[Hit]:
     """A group name has characters other than letters, digits and _ (Ansible accepts it with a warning).
