@@ -24,7 +24,7 @@ def _run(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str], loader: 
 
 @pytest.mark.parametrize("loader", ["fast", "ansible"])
 @pytest.mark.parametrize(("text", "seen", "line"), [
-    (GROUPS, "groups decode, prefill", 3),
+    (GROUPS, "groups decode, prefill", None),
     (HOSTS, "hosts chat-decode-0, chat-prefill-0", None),
     (COMMAND, "--kv-transfer-config at ", 8),
     (PLAIN, None, None),

@@ -9,7 +9,6 @@ from typing import Any
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
 from ..paths import display_path
-from . import group_names as groups
 
 RULE = "inventory[no-pd-hosts]"
 _SIDE = re.compile(r"prefill|decode", re.IGNORECASE)
@@ -47,7 +46,7 @@ def _role_line(names: Sequence[str], variable: str) -> str:
 
 
 def silent_pass(hosts: Sequence[HostVars], group_names: Iterable[Any], texts: Mapping[str, str],
-                sources: Sequence[str], declared: Mapping[str, Origin] | None = None) -> list[Finding]:
+                sources: Sequence[str]) -> list[Finding]:
     """The warning, when no host takes part and groups, hosts or values look like P/D; else nothing."""
     if not hosts or any(takes_part(hv) for hv in hosts):
         return []
@@ -63,8 +62,8 @@ def silent_pass(hosts: Sequence[HostVars], group_names: Iterable[Any], texts: Ma
         seen.append("hosts " + ", ".join(named[:4]) + (f" (+{len(named) - 4})" if len(named) > 4 else ""))
     if kv:
         seen.append(f"{kv[0]} at {kv[1]}")
-    first = sorted(sides, key=lambda g: "decode" in g.lower())[0] if sides else ""  # a prefill group first
-    origin = kv[1] if kv else groups._origin(first, sources, declared or {}) if sides else Origin(", ".join(sources))
+    # at the value seen, else the inventory: a group's own line differs between loaders when Ansible renames it
+    origin = kv[1] if kv else Origin(", ".join(display_path(s) for s in sources))
     role = _role_line(sides, "group_names") if sides else _role_line(named, "inventory_hostname") if named else \
         "  vllm_pd_role: \"{{ 'prefill' if <a test of the host's variables> else 'decode' }}\""
     lines = "\n".join(("variables:", role, '  vllm_pd_deployment: "pd"  # one name per P/D deployment'))

@@ -94,7 +94,7 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
         conflicts = list(role_conflicts(inv, by_name, ancestors, final))
         notes.extend(f for _, f in conflicts)
         # over every host: a run that reuses some hosts' findings cannot say it, so such a run keeps no state
-        look = pd_look.silent_pass(final, inv.groups, checked.texts, paths_only(sources), inv.declared)
+        look = pd_look.silent_pass(final, inv.groups, checked.texts, paths_only(sources))
         notes.extend(look)
         if keep is not None and not templated and not look:
             keep.inventory, keep.structure = inv, structure
