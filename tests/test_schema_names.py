@@ -84,3 +84,11 @@ def test_editor_schema_agrees_on_contract_typos_and_values() -> None:
 
     for name in ("vllm_image", "vllm_pd_deplyoment", "vllm_tensor_paralel_size", "vllm_models", "vllm_mdoel"):
         assert (re.match(pattern, name) is None) is (names.typo_of(name, names.CONTRACT) is not None), name
+
+
+def test_templated_values_wait_for_ansible(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  hosts:\n    h:\n      vllm_max_num_seqs: \"{{ seqs }}\"\n"
+        "      vllm_served_model_name: [\"{{ name }}\", b]\n      vllm_enforce_eager: \"{{ eager | bool }}\"\n",
+        encoding="utf-8")
+    assert _schema_findings([str(tmp_path)], capsys) == []

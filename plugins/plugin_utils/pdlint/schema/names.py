@@ -72,6 +72,9 @@ def own(name: str, patterns: Iterable[str]) -> bool:
 
 
 def _skipped(value: Any) -> bool:
+    """Unset, or not known until Ansible renders it (a list with such an item too)."""
+    if isinstance(value, list):
+        return any(_skipped(v) and v is not None for v in value)
     return value is None or isinstance(value, Unresolved) or (isinstance(value, str) and is_template(value))
 
 
