@@ -33,7 +33,10 @@ _WANTED = ("vllm/distributed/", "vllm/config", "vllm/envs.py", "vllm/engine/arg_
            "vllm/v1/kv_cache_layout.py", "vllm/model_executor/layers/linear.py", "vllm/version.py",
            "vllm/_version.py", "vllm/transformers_utils/", "vllm/model_executor/models/",
            "vllm/v1/engine/core.py", "vllm/v1/core/kv_cache_utils.py", "vllm/v1/core/kv_cache_planning.py",
-           "vllm/v1/kv_cache_interface.py", "vllm/model_executor/layers/mamba/mamba_utils.py")
+           "vllm/v1/kv_cache_interface.py", "vllm/model_executor/layers/mamba/mamba_utils.py",
+           # the argument table (tools/vllm_args.py): the server's flags, the parser, Literal aliases they name
+           "vllm/entrypoints/", "vllm/utils", "vllm/model_executor/layers/quantization/__init__.py",
+           "vllm/v1/attention/backends/registry.py", "vllm/attention/backends/registry.py")
 # The cache key is the wanted set itself: each set unpacks into its own folder, so an entry unpacked for fewer
 # files is never mistaken for a complete one, and branches that want different files never share an entry.
 _KEY = hashlib.sha256("\n".join(_WANTED).encode()).hexdigest()[:10]

@@ -81,7 +81,7 @@ class ActionModule(ActionBase):
         loaded = tagged.from_play(hostvars, hosts)
         checked = engine.lint(loaded, config)
         sources = list(task_vars.get("ansible_inventory_sources") or [])
-        files = notes.file_notes(sources, task_vars.get("groups", {}), decrypting=_vault_secrets())
+        files = notes.file_notes(sources, task_vars.get("groups", {}), decrypting=_vault_secrets(), hosts=loaded)
         inventory, loader = getattr(hostvars, "_inventory", None), getattr(hostvars, "_loader", None)
         if inventory is not None and loader is not None:  # the play's own inventory: the CLI's role conflicts
             files += roles.from_ansible(inventory, loader, sources, {hv.host: hv.values.get(roles.ROLE)

@@ -12,7 +12,7 @@ IDS = frozenset((
     "connector[config]", "connector[out-of-tree]", "connector[unknown]", "deployment[connector]",
     "deployment[incomplete]", "deployment[role-conflict]", "engine-id[duplicate]", "env[ignored]", "env[invalid]",
     "gpu[count]",
-    "gpu[overlap]", "gpu[oversubscribed]", "gpu[unused]", "inventory[group-name]", "inventory[unmatched-vars]",
+    "gpu[overlap]", "gpu[oversubscribed]", "gpu[unused]", "inventory[group-name]", "inventory[no-pd-hosts]", "inventory[unmatched-vars]",
     "kv-heads[moriio-replicated]", "kv-heads[nixl-prefill-replicated]", "kv-role[invalid]", "kv-role[missing]",
     "kv-role[moriio-explicit]", "kv-role[side]", "load-error", "model-facts", "multinode[dp-ranks]",
     "multinode[nodes]", "multinode[shape]", "nixl[side-channel-host]", "parallel[dp-local]", "parallel[dp-rank]",

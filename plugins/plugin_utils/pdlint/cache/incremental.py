@@ -158,6 +158,8 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
     notes = _findings(structure) + [f for path in files for f in _findings(files[path])]
     notes += [f for row in all_rows for f in _findings(row[4])]
     deployments = sum(1 for row in all_rows for k in row[1] if k[0] == "deployment")
+    if not deployments:
+        raise _Stale  # perhaps no host takes part any more: only a whole run says so (load/pd_look.py)
     return runs.Outcome(configuration.apply(notes, config) + kept, suppressed, len(unit_of), deployments,
                         any(row[5] for row in all_rows), [],
                         state=(_VERSION, inventory, structure, files, inventory_files, all_rows))

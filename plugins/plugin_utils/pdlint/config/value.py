@@ -12,7 +12,7 @@ from ..finding import SEVERITIES, Finding
 from ..rule_ids import IDS as REGISTRY
 from ..rule_ids import family
 
-KEYS = ("select", "ignore", "severity", "vllm_version", "strict")
+KEYS = ("select", "ignore", "severity", "vllm_version", "strict", "own_variables")
 
 
 class ConfigError(ValueError):
@@ -28,6 +28,8 @@ class Config:
     strict: bool = False
     source: str | None = None  # the file it came from, for messages and origins
     version_source: str | None = None  # where vllm_version came from when not the file (--vllm-version)
+    # glob patterns of vllm_* names that are the role's own: never an argument check or a "did you mean"
+    own_variables: tuple[str, ...] = ()
 
 
 DEFAULT = Config()
@@ -101,6 +103,15 @@ def _severity(value: Any, where: str, key: str) -> dict[str, str]:
     return dict(value)
 
 
+def _patterns(value: Any, where: str, key: str) -> tuple[str, ...]:
+    """own_variables: glob patterns of variable names (one string is a list of one)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: {key}: expected a list of variable names or glob patterns (\"vllm_container_*\")")
+    return tuple(value)
+
+
 def parse(data: Any, source: str, table: str = "") -> Config:
     """A Config from the mapping read from source (under table, e.g. `tool.pdlint.`), or ConfigError naming the key."""
     if not isinstance(data, Mapping):
@@ -115,6 +126,7 @@ def parse(data: Any, source: str, table: str = "") -> Config:
     if not isinstance(strict, bool):
         raise ConfigError(f"{source}: {table}strict: expected true or false, got {strict!r}")
     return Config(
+        own_variables=_patterns(data.get("own_variables") or [], source, f"{table}own_variables"),
         select=names(data["select"], f"{table}select", source) if data.get("select") is not None else None,
         ignore=names(data.get("ignore") or [], f"{table}ignore", source),
         severity=_severity(data.get("severity") or {}, source, f"{table}severity"),

@@ -17,10 +17,10 @@ from . import redact, suppress
 _last_seen: schema.Seen = {}  # the previous check's values (schema.check's `before`), one check's worth
 
 
-def _schema(hosts: Sequence[HostVars]) -> list[Finding]:
+def _schema(hosts: Sequence[HostVars], own: tuple[str, ...] = ()) -> list[Finding]:
     global _last_seen
     seen: schema.Seen = {}
-    found = [f for hv in hosts for f in schema.check(hv, seen, _last_seen)]
+    found = [f for hv in hosts for f in schema.check(hv, seen, _last_seen, own)]
     _last_seen = seen
     return found
 
@@ -71,7 +71,7 @@ def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT) -> R
     """Every finding for these hosts under config: pdlint_skip splits them, select/ignore/severity apply to both."""
     hosts = _default_version(hosts, config)
     topology, problems = build(hosts)
-    found = _schema(hosts) + problems
+    found = _schema(hosts, config.own_variables) + problems
     for rule in CHECKS:
         found.extend(rule.check(topology))
     found = merge(found)

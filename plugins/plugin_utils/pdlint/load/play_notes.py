@@ -11,14 +11,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..finding import Finding
+from ..hostvars import HostVars
 from . import group_names as groups
-from . import guard, preflight, vault
+from . import guard, pd_look, preflight, vault
 from . import unmatched_vars as vars_files
 from .layout import paths_only
 
 
-def file_notes(sources: Sequence[str], group_names: Iterable[Any], decrypting: bool) -> list[Finding]:
-    """Warnings (or the load-error) the CLI would report for these inventory sources."""
+def file_notes(sources: Sequence[str], group_names: Iterable[Any], decrypting: bool,
+               hosts: Sequence[HostVars] = ()) -> list[Finding]:
+    """Warnings (or the load-error) the CLI would report for these inventory sources (and the play's hosts)."""
     paths = paths_only(sources)
     try:
         checked = preflight.check(paths, allow_dynamic=True)  # the play already chose to run its sources
@@ -29,6 +31,7 @@ def file_notes(sources: Sequence[str], group_names: Iterable[Any], decrypting: b
         found.extend(vault.locked(p) for p in checked.encrypted)
     found.extend(groups.invalid_names(group_names, paths))
     if isinstance(group_names, Mapping):  # the play's `groups`: group name -> its hosts
-        hosts = {h for members in group_names.values() for h in members}
-        found.extend(vars_files.unmatched(paths, hosts, group_names))
+        members = {h for names in group_names.values() for h in names}
+        found.extend(vars_files.unmatched(paths, members, group_names))
+    found.extend(pd_look.silent_pass(hosts, group_names, checked.texts, paths))
     return found

@@ -15,13 +15,27 @@ def schema(_topo: Topology) -> Iterator[Hit]:
     error of every host; schemas/pdlint-vars.schema.json is the same schema
     editors use.
 
+    A `vllm_*` name outside pdlint's contract is one of three things:
+    an argument of the host's vLLM release as `vllm_<name>`
+    (`vllm_max_model_len`, `vllm_enable_prefix_caching`; null = unset), its
+    value checked as that release's parser takes it (type, choices, switches
+    as true/false); a role's own name (`vllm_image`, `vllm_container_name`,
+    or any listed in `own_variables:` of .pdlint.yaml): no finding; or a
+    likely typo, an error with "did you mean". They are told apart by
+    spelling alone: a name one edit from a contract name or an argument of
+    the release (a letter dropped, added or changed, when the name after
+    `vllm_` has 8 letters or more; two neighbouring letters swapped, 4 or
+    more) is a typo, anything farther is the role's. The editor schema flags
+    the typos of contract names; the CLI also those of vLLM's arguments.
+
     PASS:
 
         all:
           vars: {vllm_pd_deployment: chat}
           hosts:
             p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4}
-            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: "4"}
+            d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: "4",
+                 vllm_max_model_len: 32768, vllm_image: "vllm/vllm-openai"}
 
     FAIL:
 
@@ -29,7 +43,8 @@ def schema(_topo: Topology) -> Iterator[Hit]:
           vars: {vllm_pd_deployment: chat}
           hosts:
             p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: four}
-            d1: {vllm_pd_role: decode, vllm_port: 70000}
+            d1: {vllm_pd_role: decode, vllm_port: 70000, vllm_tensor_paralel_size: 4,
+                 vllm_gpu_memory_utilization: most}
     """
     return iter(())
 
@@ -105,6 +120,39 @@ def key_duplicates(_topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_pd_deployment: chat, vllm_tensor_parallel_size: 4,
                  vllm_tensor_parallel_size: 8}
             d1: {vllm_pd_role: decode, vllm_pd_deployment: chat}
+    """
+    return iter(())
+
+
+@rule("inventory[no-pd-hosts]", "warning")
+def no_pd_hosts(_topo: Topology) -> Iterator[Hit]:
+    """No host takes part (none sets vllm_pd_role), yet the inventory looks like P/D: nothing would be checked.
+
+    Reported by the loader when groups or hosts are named prefill or decode, or
+    a --kv-transfer-config or kv_connector appears in any value; the hint holds
+    the `variables:` lines of .pdlint.yaml that map the role's own names.
+
+    PASS:
+
+        all:
+          children:
+            prefill:
+              hosts:
+                p1: {vllm_pd_role: prefill, vllm_pd_deployment: chat}
+            decode:
+              hosts:
+                d1: {vllm_pd_role: decode, vllm_pd_deployment: chat}
+
+    FAIL:
+
+        all:
+          children:
+            prefill:
+              hosts:
+                p1: {tp: 4}
+            decode:
+              hosts:
+                d1: {tp: 6}
     """
     return iter(())
 

@@ -14,6 +14,8 @@ from ..vllm.extra_keys import CHECKED_EXTRA
 from ..yaml_text import yaml_text
 from .document import SCHEMA_ID, dumps, expected, generate
 from .kv import Path, converted, finding, kv_keys, kv_paths, path_get, path_name, path_set
+from .names import CONTRACT
+from .names import check as own_names
 from .quick import surely_valid
 
 __all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
@@ -21,6 +23,7 @@ __all__ = ["SCHEMA_ID", "check", "dumps", "generate"]
 # Keys whose invalid values a dedicated rule reports (kv-role[invalid]), so the CLI says it once.
 OWNED_BY_RULES = frozenset(("kv_role",))
 _EXTRA = "kv_connector_extra_config"
+
 _KV = "kv_transfer_config"
 
 
@@ -230,13 +233,14 @@ def _remembered(seen: Seen | None, name: str, value: Any) -> tuple[Any, str, lis
     return known if known is not None and known[0] is value and known[1] == name else None
 
 
-def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None) -> Iterator[Finding]:
+def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None,
+          own: tuple[str, ...] = ()) -> Iterator[Finding]:
     """Every schema error of one host, each at the line of the offending value.
 
     seen (one dict for one check of many hosts) remembers each variable's problems by the identity of its value:
     the loaders give every host of a group the group's value objects, so most values are validated once. before,
     the previous check's seen: the language server's file memo gives unchanged files' values again, the same
-    objects, so an edit re-validates only what it changed.
+    objects, so an edit re-validates only what it changed. own: the config's own_variables patterns.
     """
     values = hv.values
     doc = {name: _prepare(values[name]) for name in (*_REWRITTEN, "vllm_version") if name in values}
@@ -254,6 +258,8 @@ def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None) ->
         yield from converted(hv, doc, path, rewritten)
     problems: list[Problem] = []
     for name, value in values.items():
+        if isinstance(name, str) and name.startswith("vllm_") and name not in CONTRACT:
+            continue  # names.py: vLLM's arguments, the role's own names, typos
         if name in rewritten:
             problems.extend(_variable_problems(name, doc[name]))
             continue
@@ -263,6 +269,7 @@ def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None) ->
             if seen is not None:
                 seen[id(value)] = known  # holds the value: its id is not reused while seen lives
         problems.extend(known[2])
+    yield from own_names(hv, CONTRACT, own)
     for path, message, hint in sorted(problems, key=lambda p: list(map(str, p[0]))):
         unknown_name = len(path) == 1 and message.startswith("unknown variable")
         yield finding(hv, path, message, hint, origin=hv.key_origin(str(path[0])) if unknown_name else None)

@@ -5,7 +5,9 @@ import json
 from typing import Any
 
 from ..contract import HOST_ONLY, KV_TRANSFER_CONFIG, SKIP, TEMPLATE, VARIABLES, Var, host_var
+from ..vllm import args as vllm_args
 from ..vllm.extra_keys import CONNECTORS, ConnectorKeys, Key
+from .names import CONTRACT, typo_pattern
 
 SCHEMA_ID = "https://pdlint.dev/schemas/pdlint-vars.schema.json"
 # Ansible renders templates and decrypts !vault values before vLLM sees them: the schema cannot judge either.
@@ -146,6 +148,34 @@ def _snippet(role: str, kv_role: str, port: int) -> dict[str, Any]:
                      "vllm_kv_transfer_config": {"kv_connector": "${5:NixlConnector}", "kv_role": kv_role}}}
 
 
+_ARG_SCHEMAS: dict[str, dict[str, Any]] = {
+    "int": {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string", "type": "string",
+                                           "pattern": r"^\s*[-+]?[0-9]+\s*$"}]},
+    "int_hr": {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string (1k, 2M, 1G)",
+                                              "type": "string",
+                                              "pattern": r"^\s*-?\d+(?:\.\d+)?\s*(?:[kKmMgGtT]i?)?\s*$|^\s*auto\s*$"}]},
+    "float": {"anyOf": [{"type": "number"}, {"title": "a number written as a string", "type": "string",
+                                            "pattern": r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$"}]},
+    "bool": {"type": "boolean"},
+    "json": {"type": ["object", "array", "string"]},
+}
+
+
+def _argument(name: str) -> dict[str, Any]:
+    """One vLLM argument as `vllm_<name>` (its newest release's definition; null = unset)."""
+    arg = vllm_args.newest(name)
+    assert arg is not None
+    if arg.kind == "choice":
+        numeric = all(isinstance(c, int) for c in arg.choices)
+        value: dict[str, Any] = {"enum": [*arg.choices, *(str(c) for c in arg.choices if numeric)]}
+    else:
+        value = dict(_ARG_SCHEMAS.get(arg.kind, {}))
+    spelled = " / ".join(arg.spellings if arg.kind == "bool" else (*arg.flags, *arg.aliases))
+    docs = {"description": f"vLLM's {spelled} (from {vllm_args.first_release(name)}); null leaves it unset. "
+            "The pdlint CLI checks it against the host's vllm_version."}
+    return {**docs, **templated({"anyOf": [value, {"type": "null"}]} if value else {}, docs)}
+
+
 def generate() -> dict[str, Any]:
     """The schema for one host's (or group's) variables."""
     item = {"type": "object",
@@ -155,14 +185,19 @@ def generate() -> dict[str, Any]:
     props["vllm_instances"] = {**_docs("vllm_instances", instances.description, None, instances.schema),
                                "type": "array", "items": item}
     props[SKIP.name] = {**_docs(SKIP.name, SKIP.description, None, SKIP.schema), **SKIP.schema}
+    for name in sorted(vllm_args.every_name()):
+        if "vllm_" + name not in props:
+            props["vllm_" + name] = _argument(name)
     return _titled({
         "$schema": "http://json-schema.org/draft-07/schema#",
         "$id": SCHEMA_ID,
         "title": "pdlint: vLLM prefill/decode variables in Ansible group_vars and host_vars",
-        "description": "vllm_* and pdlint_* names are pdlint's and must be known; other variables are allowed.",
+        "description": "pdlint's names, and vLLM's arguments as vllm_<name>, are checked; a role's own vllm_* "
+                       "names are allowed unless one letter from a name pdlint reads (a typo); pdlint_* names "
+                       "must be known.",
         "type": "object",
         "properties": props,
-        "patternProperties": {OTHER_VARS: {}},
+        "patternProperties": {OTHER_VARS: {}, typo_pattern(c for c in CONTRACT if c.startswith("vllm_")): {}},
         "additionalProperties": False,
         "defaultSnippets": [_snippet("prefill", "kv_producer", 8100), _snippet("decode", "kv_consumer", 8200)],
         "definitions": {"kv_transfer_config": kv_transfer_config()},

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ...finding import Finding
 from ...hostvars import HostVars
-from .. import errors, guard, layout, preflight
+from .. import errors, guard, layout, pd_look, preflight
 from .. import unmatched_vars as vars_files
 from ..gc_pause import gc_paused
 from ..group_names import invalid_names
@@ -88,7 +88,10 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
     if notes is not None:
         conflicts = list(role_conflicts(inv, by_name, ancestors, final))
         notes.extend(f for _unused, f in conflicts)
-        if keep is not None and not templated:
+        # over every host: a run that reuses some hosts' findings cannot say it, so such a run keeps no state
+        look = pd_look.silent_pass(final, inv.groups, checked.texts, paths_only(sources))
+        notes.extend(look)
+        if keep is not None and not templated and not look:
             keep.inventory, keep.structure = inv, structure
             keep.by_file, keep.inventory_files = checked.by_file, checked.inventory_files
             for host, finding in conflicts:

@@ -17,6 +17,7 @@ from ...paths import display_path
 from .. import (
     compose,
     guard,
+    pd_look,
     preflight,
     safety,
     tagged,
@@ -184,6 +185,8 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
                 render = _renderer(loader, host_variables, allow_lookups)
                 result.append(_sealed(tagged.host_vars(host.name, host_variables, render), encrypted))
             if only is None:
+                notes.extend(pd_look.silent_pass(result, [g.name for g in inventory.groups.values()],
+                                                 checked.texts, list(sources)))
                 winner = {hv.host: hv.values.get(roles.ROLE) for hv in result}
                 notes.extend(roles.from_ansible(inventory, loader, list(sources), winner))
             return result
