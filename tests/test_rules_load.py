@@ -187,3 +187,23 @@ def test_a_host_named_after_a_built_in_group_is_one_load_error(tmp_path, capsys,
     [found] = report["findings"] if isinstance(report, dict) else report
     assert found["rule"] == "load-error" and f"host {name!r}" in found["message"]
     assert (found["line"], found["column"]) == (line, column) and found["file"].endswith(file)
+
+
+@pytest.mark.parametrize(("files", "fires"), [
+    ({"hosts.yml": "all:\n  children:\n    prefill: {hosts: {p1: {}}}\n    decode: {hosts: {d1: {}}}\n"}, True),
+    ({"hosts": "[web]\nw1\n", "group_vars/all.yml": "kv: '{\"kv_connector\": \"NixlConnector\"}'\n"}, True),
+    ({"hosts": "[web]\nw1\n[db]\nd1\n"}, False),
+])
+def test_an_inventory_that_looks_pd_but_has_no_pd_host_says_so(tmp_path, capsys, files: dict[str, str],
+                                                                 fires: bool) -> None:
+    """No host sets vllm_pd_role, yet groups are named prefill/decode or a value names a KV connector:
+    inventory[no-pd-hosts] says what it saw instead of a silent pass (issue 24 item 6)."""
+    from pdlint import cli
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    cli.main([str(tmp_path), "--no-cache", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    found = {f["rule"] for f in (report["findings"] if isinstance(report, dict) else report)}
+    assert ("inventory[no-pd-hosts]" in found) == fires, found

@@ -9,6 +9,7 @@ from ..vllm.releases import KNOWN
 SAME_IN_EVERY_RELEASE = frozenset((
     "schema", "load-error", "unresolved", "yaml[key-duplicates]", "inventory[group-name]", "skip[unused]",
     "skip[unknown]", "model-facts", "vllm-version[unknown]", "vllm-version[pre-release]", "inventory[unmatched-vars]",
+    "inventory[no-pd-hosts]",
     "deployment[role-conflict]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
     "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]", "gpu[unused]", "multinode[shape]",
     "multinode[nodes]", "multinode[dp-ranks]",

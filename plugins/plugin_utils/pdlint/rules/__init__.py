@@ -23,8 +23,8 @@ from .base import Rule
 
 # Stage rules (reported by the loader, builder, schema and suppression) run outside the rule loop.
 STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved, stages.key_duplicates,
-                            stages.group_name, stages.unmatched_vars, stages.role_conflict, skip.unused,
-                            skip.unknown)
+                            stages.group_name, stages.unmatched_vars, stages.no_pd_hosts, stages.role_conflict,
+                            skip.unused, skip.unknown)
 
 CHECKS: tuple[Rule, ...] = (
     version.unknown, version.pre_release,
