@@ -40,7 +40,8 @@ def expected(schema: dict[str, Any]) -> str:
         if low is not None:
             text += f" >= {low}"
         return text + (f" and <= {high}" if high is not None else "")
-    names = {"string": "a string", "boolean": "true or false", "number": "a number", "integer": "an integer", "object": "a mapping", "array": "a list", "null": "null"}
+    names = {"string": "a string", "boolean": "true or false", "number": "a number", "integer": "an integer",
+             "object": "a mapping", "array": "a list", "null": "null"}
     if isinstance(kind, list):
         return " or ".join(names.get(str(k), str(k)) for k in kind)
     if kind == "string" and "pattern" in schema:

@@ -85,6 +85,6 @@ def path_name(path: Path) -> str:
 
 
 def finding(hv: HostVars, path: Path, message: str, hint: str | None = None, severity: str = "error",
-             origin: Origin | None = None) -> Finding:
+            origin: Origin | None = None) -> Finding:
     return Finding(origin=origin or hv.origin(*path), rule="schema", severity=severity, message=message,
                    hint=hint, hosts=(hv.host,))

@@ -103,6 +103,7 @@ def converted(config: Mapping[str, Any], release: Release) -> tuple[dict[str, An
         if number is None or (key == "kv_port" and not 1 <= number <= 65535):
             continue  # the schema reports the value as written (kv_port false is not the port 0)
         out[key] = number
+        # pylint: disable-next=unidiomatic-typecheck  # exactly the type json.loads made: a bool is not an int here
         if PARSE.at(release) == "as-written" and type(value) is not _PYTHON[kind]:
             notes.append((key, f"{key}: vLLM {release} does not convert --kv-transfer-config values (json.loads into "
                                f"a plain dataclass): the connector gets {value!r}, not the {kind} {number!r}"))

@@ -21,14 +21,14 @@ TP: Timeline[str] = history("tp-ratio[mooncake]", Timeline(
     "Mooncake prefill TP != decode TP",
     ("0.13.0", "unchecked", f"{_OLD} MooncakeConnectorWorker.group_kv_pull (remote_port + self.tp_rank)",
      ("no check: decode rank r pulls from prefill rank r's port, so unequal TP hangs or moves the wrong KV "
-     "(pdlint: error)")),
+      "(pdlint: error)")),
     ("0.16.0", "unsupported", (f"{_C} MooncakeConnectorWorker.receive_kv / resolve_need_send; "
      "kv_connector/utils.py TpKVTopology.tp_ratio"),
      ("NotImplementedError \"Mooncake: Heterogeneous TP is not supported yet.\" (a TP pair that is not a whole "
      "ratio fails TpKVTopology.tp_ratio's divisibility assert first)")),
     ("0.19.0", "ratio", f"{_C} _get_tp_ratio",
      ("either direction when the larger TP is a multiple of the smaller (\"Local/Remote tensor parallel size X is "
-     "not divisible by ...\")")),
+      "not divisible by ...\")")),
 ))
 PP: Timeline[str] = history("tp-ratio[mooncake]", Timeline(
     "Mooncake pipeline parallelism",

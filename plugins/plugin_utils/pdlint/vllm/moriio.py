@@ -267,4 +267,3 @@ def _read_hint(p: Side, d: Side) -> str | None:
     switch = ("kv_connector_extra_config.read_mode: \"true\"" if MODE.at(p.release) == MODE.at(d.release) == "extra"
               else "read mode (VLLM_MORIIO_CONNECTOR_READ_MODE=1 before vLLM 0.23.0, else read_mode: \"true\")")
     return f"set {switch} on both sides, or use decode TP {p.tp}"
-

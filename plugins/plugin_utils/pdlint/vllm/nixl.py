@@ -216,4 +216,3 @@ def block_size(p: Side, d: Side) -> Iterator[Problem]:
         hint += ", or leave kv_buffer_device at the GPU"
     yield Problem("pd-mismatch[block-size]", "decode", ("block_size",),
                   f"decode block size {bd} vs prefill block size {bp}: {why}", source, hint=hint, tp_fix=False)
-

@@ -147,7 +147,7 @@ def pipeline(p: Side, d: Side) -> Iterator[Problem]:
         found = issue(side, push, other.pp)
         if found is None:
             continue
-        message, source, _ = found
+        message, source, _unused = found
         hint = "use pipeline_parallel_size 1" + "".join(f", or {fix}" for fix in fixes(side, push))
         yield Problem("tp-ratio[nixl]", side.role, ("pipeline_parallel_size",), message, source, hint=hint,
                       tp_fix=False)

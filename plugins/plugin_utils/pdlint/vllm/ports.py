@@ -57,7 +57,7 @@ def _connector(inst: Instance) -> Iterator[Bind]:
                 continue
             for stage in range(inst.pp):
                 for offset, dp, tp_rank in moriio_config.listeners(release, inst.dp_start, inst.dp_local, inst.tp):
-                    yield Bind(base + offset, f"MoRIIO {key.split('_')[0]} (DP {dp}, TP {tp_rank}, PP {stage})",
+                    yield Bind(base + offset, f"MoRIIO {key.split('_', maxsplit=1)[0]} (DP {dp}, TP {tp_rank}, PP {stage})",
                                f"extra.{key}", "moriio")
     elif kind == "mooncake":
         yield from _mooncake(inst)
