@@ -32,11 +32,6 @@ CI = os.environ.get("CI", "").lower() in ("true", "1")
 RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"
 # The tests ansible-test runs once per Python; the others run once, on the Python running pytest.
 PER_PYTHON = ("compile", "import")
-# The rules core (plugins/plugin_utils/pdlint) does not pass these yet (pycodestyle spacing, pylint's ban on `_` as
-# a name, asserts in vllm/releases.py); they run on the plugins Ansible loads until it does. Drop a name once the
-# core passes it.
-CORE_PENDING = ("pep8", "pylint", "no-assert")
-PLUGINS = ["plugins/modules/", "plugins/action/", "plugins/filter/", "plugins/test/"]
 
 STAND_IN = '''\
 """pdlint's stand-in for ansible-test's get-pip script (tests/test_sanity.py): the same packages, from PyPI."""
@@ -118,14 +113,9 @@ def test_ansible_test_sanity(collection: Path, ansible_env: dict[str, str], vers
     if _interpreter(version) is None:
         _missing(f"python{version} (an ansible-core 2.19 controller Python) is not installed")
     if version == RUNNING:
-        _sanity(collection, ansible_env, "--python", version, *[f"--skip-test={t}" for t in CORE_PENDING])
+        _sanity(collection, ansible_env, "--python", version)  # every test, the rules core included
     else:
         _sanity(collection, ansible_env, "--python", version, *[f"--test={t}" for t in PER_PYTHON])
-
-
-def test_style_tests_on_the_plugins(collection: Path, ansible_env: dict[str, str]) -> None:
-    """pep8, pylint and no-assert on what Ansible loads (module, action, filter and test plugins)."""
-    _sanity(collection, ansible_env, "--python", RUNNING, *[f"--test={t}" for t in CORE_PENDING], *PLUGINS)
 
 
 def _module_documentation() -> str:
