@@ -119,7 +119,7 @@ def get(e: Entry) -> Outcome | None:
     if not isinstance(data, tuple) or len(data) != 8 or data[0] != e.key:
         return None
     try:
-        _, racy, findings, suppressed, hosts, deployments, assumed, notes = data
+        _unused, racy, findings, suppressed, hosts, deployments, assumed, notes = data
         if any(digest_of(path) != digest for path, digest in racy):
             return None
         return Outcome([store.finding(r) for r in findings], [store.finding(r) for r in suppressed], hosts, deployments,
@@ -129,7 +129,7 @@ def get(e: Entry) -> Outcome | None:
 
 
 def _racy(files: Fingerprint, started: int) -> list[tuple[str, bytes | None]]:
-    return [(path, digest_of(path)) for path, mode, _, mtime, ctime, _, _ in files
+    return [(path, digest_of(path)) for path, mode, _unused, mtime, ctime, _unused, _unused in files
             if mode != -1 and max(mtime, ctime) >= started - RACY_NS]  # -1: a directory's names
 
 
@@ -140,9 +140,9 @@ def put(e: Entry, outcome: Outcome) -> None:
     if racy != e.racy or fingerprints.fingerprints(e.sources, e.limits, known=e.files) != e.files:
         return
     store.write(e.slot, (e.key, racy, [store.row(f) for f in outcome.findings], [store.row(f) for f in outcome.suppressed],
-                        outcome.hosts, outcome.deployments, outcome.assumed, list(outcome.notes)))
+                         outcome.hosts, outcome.deployments, outcome.assumed, list(outcome.notes)))
     if outcome.state is not None:  # the files' stats without their paths, which the key holds
-        store.write(units_key(e), (store.name(tuple(path for path, *_ in e.files)), [f[1:] for f in e.files],
+        store.write(units_key(e), (store.name(tuple(path for path, *_unused in e.files)), [f[1:] for f in e.files],
                                    racy, outcome.state), units_folder())
 
 

@@ -231,8 +231,8 @@ def _undecided(src: _Source, inst: Instance | None) -> Undecided | None:
     """The source, when its side or deployment is unresolved and it may still be a side of some deployment."""
     if inst is not None and inst.deployment is not None:
         return None
-    role, _ = src.get("pd_role")
-    dep, _ = src.get("pd_deployment")
+    role, _unused = src.get("pd_role")
+    dep, _unused = src.get("pd_deployment")
     if not (isinstance(role, Unresolved) or isinstance(dep, Unresolved)):
         return None
     if not (isinstance(role, Unresolved) or role in ("prefill", "decode")):
@@ -264,8 +264,8 @@ def build(hosts: Iterable[HostVars]) -> tuple[Topology, list[Finding]]:
     deployments = tuple(
         Deployment(
             name=name,
-            prefill=tuple(Engine(tuple(group)) for _, group in sorted(sides["prefill"].items())),
-            decode=tuple(Engine(tuple(group)) for _, group in sorted(sides["decode"].items())),
+            prefill=tuple(Engine(tuple(group)) for _unused, group in sorted(sides["prefill"].items())),
+            decode=tuple(Engine(tuple(group)) for _unused, group in sorted(sides["decode"].items())),
         )
         for name, sides in sorted(by_dep.items())
     )
