@@ -196,8 +196,8 @@ def _hma_problems(inst: Instance, release: Release) -> Iterator[tuple[str, str, 
     elif hma.rejected(inst) and not composite.is_composite(inst):
         yield ("disable_hybrid_kv_cache_manager",
                (f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
-               "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
-               "HMA is enabled\")"), hma.off_fix(inst) if no_off else
+                "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
+                "HMA is enabled\")"), hma.off_fix(inst) if no_off else
                "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset")
     found = hma.off_failure(inst)
     if found:
@@ -205,7 +205,7 @@ def _hma_problems(inst: Instance, release: Release) -> Iterator[tuple[str, str, 
     layout = moriio_hybrid.nixl_layout(inst)
     if layout:
         yield (f"env.{moriio_hybrid.CONV_ENV}", layout[0], moriio_hybrid.DS_HINT)
-    for where, message, fix, _ in moriio_hybrid.moriio_start(inst):
+    for where, message, fix, _unused in moriio_hybrid.moriio_start(inst):
         yield (where, message, fix)
 
 

@@ -151,12 +151,12 @@ def _snippet(role: str, kv_role: str, port: int) -> dict[str, Any]:
 
 _ARG_SCHEMAS: dict[str, dict[str, Any]] = {
     "int": {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string", "type": "string",
-                                           "pattern": r"^\s*[-+]?[0-9]+\s*$"}]},
+                                            "pattern": r"^\s*[-+]?[0-9]+\s*$"}]},
     "int_hr": {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string (1k, 2M, 1G)",
-                                              "type": "string",
-                                              "pattern": r"^\s*-?\d+(?:\.\d+)?\s*(?:[kKmMgGtT]i?)?\s*$|^\s*auto\s*$"}]},
+                                               "type": "string",
+                                               "pattern": r"^\s*-?\d+(?:\.\d+)?\s*(?:[kKmMgGtT]i?)?\s*$|^\s*auto\s*$"}]},
     "float": {"anyOf": [{"type": "number"}, {"title": "a number written as a string", "type": "string",
-                                            "pattern": r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$"}]},
+                                             "pattern": r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$"}]},
     "bool": {"type": "boolean"},
     "json": {"type": ["object", "array", "string"]},
 }
@@ -165,7 +165,8 @@ _ARG_SCHEMAS: dict[str, dict[str, Any]] = {
 def _argument(name: str) -> dict[str, Any]:
     """One vLLM argument as `vllm_<name>` (its newest release's definition; null = unset)."""
     arg = vllm_args.newest(name)
-    assert arg is not None
+    if arg is None:
+        raise AssertionError(name)
     if arg.kind == "choice":
         numeric = all(isinstance(c, int) for c in arg.choices)
         value: dict[str, Any] = {"enum": [*arg.choices, *(str(c) for c in arg.choices if numeric)]}

@@ -8,9 +8,10 @@ import yaml
 from ...finding import Finding
 from ...paths import display_path
 from .. import compose, errors, layout
+from ..layout import YAML_EXT
 from . import replay as inventory_ops
 from . import yaml_file as fast_yaml
-from .files import YAML_EXT, Files, parse_json
+from .files import Files, parse_json
 from .inventory import Inventory
 from .values import Unsupported
 
