@@ -11,12 +11,11 @@ from ..contract import VERSION_PATTERN
 from ..finding import SEVERITIES, Finding
 from ..rule_ids import IDS as REGISTRY
 from ..rule_ids import family
+from . import models as model_table
+from .errors import ConfigError
+from .models import ModelEntry
 
-KEYS = ("select", "ignore", "severity", "vllm_version", "strict")
-
-
-class ConfigError(ValueError):
-    """A configuration value pdlint cannot use; the message names the file and the key."""
+KEYS = ("select", "ignore", "severity", "vllm_version", "strict", "models")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +27,8 @@ class Config:
     strict: bool = False
     source: str | None = None  # the file it came from, for messages and origins
     version_source: str | None = None  # where vllm_version came from when not the file (--vllm-version)
+    # the `models:` table (config/models.py), by lower-cased model name
+    models: Mapping[str, ModelEntry] = dataclasses.field(default_factory=dict)
 
 
 DEFAULT = Config()
@@ -101,8 +102,9 @@ def _severity(value: Any, where: str, key: str) -> dict[str, str]:
     return dict(value)
 
 
-def parse(data: Any, source: str, table: str = "") -> Config:
-    """A Config from the mapping read from source (under table, e.g. `tool.pdlint.`), or ConfigError naming the key."""
+def parse(data: Any, source: str, table: str = "", base: str | None = None) -> Config:
+    """A Config from the mapping read from source (under table, e.g. `tool.pdlint.`), or ConfigError naming the key;
+    base: the config file's folder, which `models:` paths are relative to."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: {table.rstrip('.') or 'config'}: expected a mapping of {', '.join(KEYS)}")
     unknown = [k for k in data if k not in KEYS]
@@ -119,4 +121,5 @@ def parse(data: Any, source: str, table: str = "") -> Config:
         ignore=names(data.get("ignore") or [], f"{table}ignore", source),
         severity=_severity(data.get("severity") or {}, source, f"{table}severity"),
         vllm_version=version, strict=strict, source=source,
+        models=model_table.parse(data["models"], source, table, base) if data.get("models") is not None else {},
     )

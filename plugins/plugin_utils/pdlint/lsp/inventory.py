@@ -83,6 +83,8 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
         return Outcome(source, failed=exc.finding)
     if not hosts:
         return Outcome(source, failed=no_hosts([source]))
-    result = engine.lint(hosts, config)
+    from ..load.model_files import Files
+
+    result = engine.lint(hosts, config, Files.of([source]))
     findings = sorted(configuration.apply(notes, config) + result.findings)
     return Outcome(source, tuple(findings), tuple(hosts), result.topology)
