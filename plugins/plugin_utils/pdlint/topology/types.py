@@ -21,7 +21,6 @@ class ModelFacts:
     source: str = ""  # where the facts came from, in words (one source, or each fact's)
     where: tuple[tuple[str, str], ...] = ()  # (attribute, where it came from) for each known fact
     looked: tuple[str, ...] = ()  # every place asked, in order (the model-facts warning lists them)
-    files: tuple[str, ...] = ()  # config.json files read or looked for (a cached result depends on them)
 
 
 @dataclasses.dataclass(frozen=True)
