@@ -184,3 +184,15 @@ def test_the_cli_sees_an_edited_or_downloaded_config_json(tmp_path: Path, monkey
     blob = next((tmp_path / "hub").rglob("blobs/*"))
     blob.write_text(json.dumps({**GQA, "num_key_value_heads": 8, "max_position_embeddings": 8192}))
     assert "tp[kv-heads]" not in run()  # edited: 8 KV heads split over TP 4
+
+
+def test_explain_says_where_the_facts_came_from(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _model_dir(tmp_path / "inv", "m", GQA)
+    inventory = str(_inventory(tmp_path, "m", tp=4))
+    assert cli.main(["explain", inventory, "-f", "json"]) == 0
+    [model] = json.loads(capsys.readouterr().out)["deployments"][0]["models"]
+    assert (model["model"], model["heads"], model["kv_heads"], model["mla"]) == ("m", 24, 4, False)
+    assert model["source"].startswith(str(tmp_path / "inv" / "m" / "config.json"))
+    assert model["engines"] == ["p1", "d1"]
+    assert cli.main(["explain", str(_inventory(tmp_path, "org/absent", tp=4))]) == 0
+    assert "looked in: the inventory's vllm_model_* variables; directory" in capsys.readouterr().out
