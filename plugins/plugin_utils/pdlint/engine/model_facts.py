@@ -53,7 +53,8 @@ class Lookup:
         self.lookup = files
         self.files: dict[str, None] = {}  # ordered set
         self.problems: list[Finding] = []
-        self._read: dict[tuple[str, str | None], model_files.Found] = {}
+        self._read: dict[tuple[str, str | None], model_files.Found] = {}  # (vllm_model, revision) -> answer
+        self._named: dict[str, model_files.Found] = {}  # a models: table's config: path -> its file
         self._reported: set[tuple[str, str]] = set()
 
     def __call__(self, model: str | None, revision: str | None, version: str) -> ModelFacts:
@@ -76,7 +77,9 @@ class Lookup:
             return None
         base = ModelFacts()
         if entry.config is not None:
-            read = model_files.read_config(Path(entry.config))
+            if entry.config not in self._named:  # once per run, however many instances name it
+                self._named[entry.config] = model_files.read_config(Path(entry.config))
+            read = self._named[entry.config]
             self.files[entry.config] = None
             looked.append(f"config: {read.path}")
             derived = self._config_json(read, release, [])
