@@ -54,10 +54,17 @@ class Lookup:
         self.files: dict[str, None] = {}  # ordered set
         self.problems: list[Finding] = []
         self._read: dict[tuple[str, str | None], model_files.Found] = {}  # (vllm_model, revision) -> answer
+        self._answers: dict[tuple[str | None, str | None, str], ModelFacts] = {}
         self._named: dict[str, model_files.Found] = {}  # a models: table's config: path -> its file
         self._reported: set[tuple[str, str]] = set()
 
     def __call__(self, model: str | None, revision: str | None, version: str) -> ModelFacts:
+        key = (model, revision, version)
+        if key not in self._answers:  # a thousand hosts of one model: one lookup, one derivation
+            self._answers[key] = self._answer(model, revision, version)
+        return self._answers[key]
+
+    def _answer(self, model: str | None, revision: str | None, version: str) -> ModelFacts:
         release = release_of(version)
         looked: list[str] = []
         found = self._entry(model, release, looked) if model else None
