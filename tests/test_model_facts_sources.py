@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from pdlint import cli
 from pdlint.config import files as configfile
 from pdlint.config.value import DEFAULT, Config

@@ -8,13 +8,13 @@ from ..config import value as configuration
 from ..config.value import Config
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
+from ..load.model_files import Files
 from ..rule_ids import named  # noqa: F401 - rule-or-family matching, used by the check action
 from ..rules import CHECKS
 from ..schema import check as schema
 from ..topology.build import build
 from ..topology.types import Topology
 from . import redact, suppress
-from ..load.model_files import Files
 from .model_facts import Lookup
 
 _last_seen: schema.Seen = {}  # the previous check's values (schema.check's `before`), one check's worth

@@ -10,7 +10,7 @@ from ..finding import UNKNOWN, Finding, Origin
 from ..hostvars import HostVars, Unresolved
 from . import facts
 from .coerce import as_int, coerce, kv_config, unreadable_number  # noqa: F401 - kv_config: schema.check imports it from here
-from .types import Deployment, Engine, Instance, ModelFacts, Topology, Undecided
+from .types import Deployment, Engine, Instance, Topology, Undecided
 
 _FIELDS = {  # contract name -> Instance attribute
     "pd_deployment": "deployment", "pd_role": "role", "model": "model", "revision": "revision", "version": "version",
