@@ -195,3 +195,14 @@ def test_explain_says_where_the_facts_came_from(tmp_path: Path, capsys: pytest.C
     assert model["engines"] == ["p1", "d1"]
     assert cli.main(["explain", str(_inventory(tmp_path, "org/absent", tp=4))]) == 0
     assert "looked in: the inventory's vllm_model_* variables; directory" in capsys.readouterr().out
+
+
+def test_a_vaulted_model_id_is_masked_in_the_places_looked(tmp_path: Path) -> None:
+    from pdlint.hostvars import HostVars
+
+    hosts = [HostVars(name, {"vllm_pd_deployment": "chat", "vllm_pd_role": role, "vllm_tensor_parallel_size": 4,
+                             "vllm_model": "secret-org/secret-model"}, secrets=frozenset({("vllm_model",)}))
+             for name, role in (("p1", "prefill"), ("d1", "decode"))]
+    found = engine.lint(hosts, DEFAULT, Files(tmp_path, {"HF_HUB_CACHE": str(tmp_path / "hub")})).findings
+    warning = next(f for f in found if f.rule == "model-facts")
+    assert "Hugging Face cache" in warning.message and "secret" not in warning.message

@@ -92,4 +92,6 @@ def model_facts(instances: Sequence[Instance], readers: Sequence[HostVars]) -> s
         if not where:
             lines.append(f"- looked in: {'; '.join(facts.looked)}")
         lines.append("")
-    return "\n".join(lines) if lines else None
+    from ..engine import redact  # a vaulted model (or a path naming it) never reaches the editor either
+
+    return redact.mask_text("\n".join(lines), redact.secret_texts(readers)) if lines else None
