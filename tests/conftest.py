@@ -20,6 +20,8 @@ Lint = Callable[..., list[Finding]]
 def _no_result_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests see pdlint's uncached answers; tests/test_cache.py turns the cache on where it is the subject."""
     monkeypatch.setenv("PDLINT_NO_CACHE", "1")
+    # model facts are looked up in the Hugging Face cache: the machine's own must not change what a test sees
+    monkeypatch.setenv("HF_HUB_CACHE", "/nonexistent/pdlint-tests/hf-hub")
 
 
 def write_tree(base: Path, files: dict[str, str]) -> Path:

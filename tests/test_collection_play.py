@@ -309,3 +309,34 @@ def test_role_writes_the_explain_html_even_when_the_check_fails(collections: Pat
     page = report.read_text(encoding="utf-8")
     assert page.startswith("<!doctype html>") and 'data-deployment="deepseek-r1"' in page
     assert '<span class="rejected">rejected</span>' in page
+
+
+def test_the_play_reads_the_same_config_json_as_the_cli(collections: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model beside the inventory (models/ft/config.json) and one in the Hugging Face cache: the check action
+    derives the same facts on the controller, so the play's findings are the CLI's."""
+    from conftest import write_tree
+
+    gqa = '{"model_type": "llama", "num_attention_heads": 24, "num_key_value_heads": 4}'
+    commit = "ab" * 20
+    inventory = write_tree(tmp_path / "inv", {
+        "hosts.yml": """\
+            all:
+              vars: {vllm_pd_deployment: chat}
+              hosts:
+                p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 6, vllm_model: models/ft}
+                d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 6, vllm_model: org/cached}
+            """,
+        "models/ft/config.json": gqa,
+    })
+    hub = write_tree(tmp_path / "hub", {"models--org--cached/refs/main": commit,
+                                        f"models--org--cached/snapshots/{commit}/config.json": gqa})
+    env = {"HF_HUB_CACHE": str(hub)}
+    proc = play(collections, REPORT % "", str(inventory / "hosts.yml"), tmp_path, **env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from_play = json.loads((tmp_path / "play.json").read_text())["findings"]
+    rules = sorted(f["rule"] for f in from_play if f["rule"].startswith(("tp", "model-facts")))
+    assert rules == ["tp[kv-heads]", "tp[kv-heads]"]
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))  # the CLI's subprocess inherits it
+    cli = [f for f in cli_json(inventory / "hosts.yml") if not f["suppressed"]]
+    assert keyed(from_play, False) == keyed(cli, False)

@@ -715,3 +715,26 @@ def test_a_racily_clean_edit_to_a_group_vars_file_is_seen(fleet: _Fleet, spy: _S
     edited = fleet.cached()
     assert spy.take() == ["answered"]
     assert edited != clean and edited == fleet.uncached()  # text: the suppressed finding's GPU count
+
+
+def test_a_model_config_json_edited_with_a_vars_file_is_left_to_a_whole_run(
+        fleet: _Fleet, spy: _Spy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every unit's facts come from the cached config.json: the units the vars edit does not touch must not keep
+    findings made with its old numbers."""
+    import json
+
+    commit = "12" * 20
+    snapshot = tmp_path / "hub" / "models--meta-llama--Llama-3.3-70B-Instruct" / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text(commit)
+    config = {"model_type": "llama", "num_attention_heads": 64, "num_key_value_heads": 8}
+    (snapshot / "config.json").write_text(json.dumps(config))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    before = fleet.check()
+    spy.take()
+    (snapshot / "config.json").write_text(json.dumps({**config, "num_key_value_heads": 6}))  # TP 4 cannot split 6
+    fleet.edit("port", "d1-p0", 8200)
+    after = fleet.check()
+    assert spy.take() == ["_Stale", "_Stale"]
+    assert "tp[kv-heads]" in after[0][1] and "tp[kv-heads]" not in before[0][1]

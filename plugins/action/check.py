@@ -30,6 +30,7 @@ from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import
     role_conflicts as roles,
     tagged,
 )
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.model_files import Files
 
 _KEYS = ("type", "elements", "choices", "default", "required")
 # The argument spec is the module's DOCUMENTATION, written once.
@@ -79,8 +80,9 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(f"pdlint: {exc}") from None
         started = time.perf_counter()
         loaded = tagged.from_play(hostvars, hosts)
-        checked = engine.lint(loaded, config)
         sources = list(task_vars.get("ansible_inventory_sources") or [])
+        # the model facts from the same config.json files the CLI reads, on the controller
+        checked = engine.lint(loaded, config, Files.of([str(s) for s in sources]))
         files = notes.file_notes(sources, task_vars.get("groups", {}), decrypting=_vault_secrets(), hosts=loaded)
         inventory, loader = getattr(hostvars, "_inventory", None), getattr(hostvars, "_loader", None)
         if inventory is not None and loader is not None:  # the play's own inventory: the CLI's role conflicts

@@ -154,6 +154,9 @@ VARIABLES: tuple[Var, ...] = (
     Var("pd_deployment", {"type": "string", "minLength": 1}, "Which P/D deployment this instance belongs to (required)."),
     Var("pd_role", {"enum": list(ROLES)}, "Side of the deployment: prefill or decode."),
     Var("model", {"type": "string", "minLength": 1}, "The exact --model string."),
+    Var("revision", {"type": "string", "minLength": 1},
+        "--revision: the model's branch, tag or commit; selects the Hugging Face cache snapshot whose config.json "
+        "gives the model's facts.", "main"),
     Var("version", {"title": "a release like 0.32.0", "type": "string", "pattern": VERSION_PATTERN},
         "vLLM release, quoted (0.32.0, v0.32.0, 0.32, 0.32.0.post1, 0.32.0+cpu, 0.32.0rc1); selects the rules of "
         "that release (`pdlint versions` lists them).", "newest known"),

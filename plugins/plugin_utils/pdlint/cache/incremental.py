@@ -28,7 +28,7 @@ from ..load.fast import loader as fast
 from ..load.layout import absolute_sources
 from . import runs, store, units
 
-_VERSION = 1
+_VERSION = 2
 
 
 def _rows(findings: Sequence[Finding]) -> list[tuple[Any, ...]]:
@@ -69,7 +69,8 @@ def _unit_rows(parts: list[tuple[tuple[str, ...], frozenset[units.Key]]], found:
             for i, (members, keys) in enumerate(parts)]
 
 
-def state(kept: fast.Kept, hosts: Sequence[HostVars], found: Sequence[Finding], topology: Any) -> Any:
+def state(kept: fast.Kept, hosts: Sequence[HostVars], found: Sequence[Finding], topology: Any,
+          watched: Sequence[Any] = ()) -> Any:
     """What a run after an edit needs of this whole run; None when it cannot be reused (see the module doc)."""
     from ..engine import redact
 
@@ -79,20 +80,22 @@ def state(kept: fast.Kept, hosts: Sequence[HostVars], found: Sequence[Finding], 
     if rows is None:
         return None
     return (_VERSION, fast_model.dump(kept.inventory), _rows(kept.structure),
-            {path: _rows(fs) for path, fs in kept.by_file.items()}, list(kept.inventory_files), rows)
+            {path: _rows(fs) for path, fs in kept.by_file.items()}, list(kept.inventory_files), rows,
+            [list(w) for w in watched])
 
 
 class _Stale(Exception):
     """The kept state cannot answer this run: do the whole run."""
 
 
-def outcome(e: runs.Entry | None, sources: list[str], config: Config, limits: guard.Limits) -> runs.Outcome | None:
+def outcome(e: runs.Entry | None, sources: list[str], config: Config, limits: guard.Limits,
+            files: Any = None) -> runs.Outcome | None:
     """The outcome of checking sources again after an edit, from the last run's state; None: do a whole run."""
     if e is None:
         return None
     kept = store.read(runs.units_key(e), runs.units_folder())
     try:
-        return _outcome(e, kept, sources, config, limits)
+        return _outcome(e, kept, sources, config, limits, files)
     except (_Stale, ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None  # also a state that is not what _outcome expects: never trusted
 
@@ -109,10 +112,13 @@ def _changed(e: runs.Entry, kept: Any) -> tuple[list[str], Any]:
     return changed, data
 
 
-def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limits: guard.Limits) -> runs.Outcome:
+def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limits: guard.Limits,
+             files: Any) -> runs.Outcome:
     if not isinstance(kept, tuple) or len(kept) != 4:
         raise _Stale
-    changed, (_unused, inventory, structure, by_file, inventory_files, rows) = _changed(e, kept)
+    changed, (_unused, inventory, structure, by_file, inventory_files, rows, watched) = _changed(e, kept)
+    if not runs.unchanged(watched):
+        raise _Stale  # a model's config.json changed (or appeared): every unit may see other facts
     edited = set(changed)
     if edited & set(inventory_files):
         raise _Stale  # an inventory file changed
@@ -139,7 +145,7 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
 
     if checked.encrypted or redact.secret_texts(hosts):
         raise _Stale
-    result = engine.lint(hosts, config)
+    result = engine.lint(hosts, config, files)
     parts = units.partition(names, result.topology)
     again = set(redo)
     others = [i for i in range(len(rows)) if i not in again]
@@ -153,13 +159,15 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
     all_rows.sort(key=lambda row: row[0][0])
     found = engine.merge(f for row in all_rows for f in _findings(row[2]))
     kept, suppressed = engine.finish(found, [m for row in all_rows for m in _marks(row[3])], set(), config)
-    files = {path: fs for path, fs in by_file.items() if path not in edited}
-    files.update({path: _rows(fs) for path, fs in checked.by_file.items()})
-    notes = _findings(structure) + [f for path in files for f in _findings(files[path])]
+    by_name = {path: fs for path, fs in by_file.items() if path not in edited}
+    by_name.update({path: _rows(fs) for path, fs in checked.by_file.items()})
+    notes = _findings(structure) + [f for path in by_name for f in _findings(by_name[path])]
     notes += [f for row in all_rows for f in _findings(row[4])]
     deployments = sum(1 for row in all_rows for k in row[1] if k[0] == "deployment")
     if not deployments:
         raise _Stale  # perhaps no host takes part any more: only a whole run says so (load/pd_look.py)
+    watched = [*watched, *(list(w) for w in runs.watch([p for p in result.model_files
+                                                        if p not in {w[0] for w in watched}]))]
     return runs.Outcome(configuration.apply(notes, config) + kept, suppressed, len(unit_of), deployments,
-                        any(row[5] for row in all_rows), [],
-                        state=(_VERSION, inventory, structure, files, inventory_files, all_rows))
+                        any(row[5] for row in all_rows), [], tuple(tuple(w) for w in watched),
+                        state=(_VERSION, inventory, structure, by_name, inventory_files, all_rows, watched))

@@ -8,6 +8,10 @@ the clock's granularity of the run keeps its stat, as in git's "racy clean" case
 a digest of the content of every file modified in the two seconds before the run, checked on reuse.
 One entry is kept per inventory, options and environment (its slot): a run after an edit replaces it.
 
+The model facts' config.json files (every one read or looked for: a model downloaded into the Hugging Face cache
+after the run must be seen) are kept in the outcome by their stat and compared on reuse; the environment
+variables that name the Hugging Face cache are in the slot.
+
 Where ansible-core's loader takes part (templates, a fallback), its release is in the key too; runs that
 allow lookups or inventory plugins may run code and read anything, so they are stored only when the fast
 loader read every host alone.
@@ -41,6 +45,7 @@ class Outcome:
     deployments: int
     assumed: bool  # some instance sets no vllm_version
     notes: list[str]  # the informational lines written to stderr
+    watched: tuple[Any, ...] = ()  # stamp() of each config.json file the model facts came from or were looked for
     # What a later run after an edit reuses (incremental.py): stored beside the outcome, under units_key()
     state: Any = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -71,9 +76,22 @@ def stamp(path: str | os.PathLike[str] | None) -> tuple[str, int, int, int, int]
         return None
     try:
         st = os.stat(path)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL byte in the name
         return (str(path), -1, -1, -1, -1)
     return (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def watch(paths: Sequence[str]) -> tuple[Any, ...]:
+    """The stamps of the model files a run depends on (outside the inventory, so not in its fingerprint)."""
+    return tuple(stamp(path) for path in paths)
+
+
+def unchanged(watched: Sequence[Any]) -> bool:
+    """Every model file a stored result depends on is as it was."""
+    return all(isinstance(w, (tuple, list)) and len(w) == 5 and tuple(stamp(w[0]) or ()) == tuple(w) for w in watched)
+
+
+_HF_ENV = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")  # where the model cache is
 
 
 def _cfg() -> tuple[str, int, int, int, int] | None:
@@ -106,7 +124,7 @@ def entry(sources: Sequence[str], settings: tuple[Any, ...], limits: preflight.L
     files = fingerprints.fingerprints(sources, limits)
     if files is None:
         return None
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("ANSIBLE_"))
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("ANSIBLE_") or k in _HF_ENV)
     slot = store.name("run", tuple(sources), os.getcwd(), settings, tuple(env), _cfg(), _ansible(),
                       sys.version)
     return Entry(slot, store.name(slot, tuple(files)), files, started, _racy(files, started), list(sources),
@@ -116,14 +134,14 @@ def entry(sources: Sequence[str], settings: tuple[Any, ...], limits: preflight.L
 def get(e: Entry) -> Outcome | None:
     """The stored outcome, if intact and every recently modified file still has the content it was stored with."""
     data = store.read(e.slot)
-    if not isinstance(data, tuple) or len(data) != 8 or data[0] != e.key:
+    if not isinstance(data, tuple) or len(data) != 9 or data[0] != e.key:
         return None
     try:
-        _unused, racy, findings, suppressed, hosts, deployments, assumed, notes = data
-        if any(digest_of(path) != digest for path, digest in racy):
+        _unused, racy, findings, suppressed, hosts, deployments, assumed, notes, watched = data
+        if any(digest_of(path) != digest for path, digest in racy) or not unchanged(watched):
             return None
         return Outcome([store.finding(r) for r in findings], [store.finding(r) for r in suppressed], hosts, deployments,
-                       assumed, list(notes))
+                       assumed, list(notes), tuple(watched))
     except (TypeError, ValueError):
         return None
 
@@ -140,7 +158,8 @@ def put(e: Entry, outcome: Outcome) -> None:
     if racy != e.racy or fingerprints.fingerprints(e.sources, e.limits, known=e.files) != e.files:
         return
     store.write(e.slot, (e.key, racy, [store.row(f) for f in outcome.findings], [store.row(f) for f in outcome.suppressed],
-                         outcome.hosts, outcome.deployments, outcome.assumed, list(outcome.notes)))
+                         outcome.hosts, outcome.deployments, outcome.assumed, list(outcome.notes),
+                         [list(w) for w in outcome.watched]))
     if outcome.state is not None:  # the files' stats without their paths, which the key holds
         store.write(units_key(e), (store.name(tuple(path for path, *_unused in e.files)), [f[1:] for f in e.files],
                                    racy, outcome.state), units_folder())

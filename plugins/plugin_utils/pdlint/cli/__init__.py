@@ -16,6 +16,7 @@ from ..load import guard
 from ..load.errors import no_hosts
 from ..load.gc_pause import gc_paused
 from ..load.layout import absolute_sources
+from ..load.model_files import Files
 from ..report import reporters as report
 from . import pipe
 from .inputs import Unusable, inventory_for, prepare  # noqa: F401 - inventory_for: the hook's entry point
@@ -58,7 +59,7 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         from ..cache import incremental
         from ..load.fast import loader as fast
 
-        again = incremental.outcome(entry, sources, config, limits)
+        again = incremental.outcome(entry, sources, config, limits, _files(sources))
         if again is not None:
             return again
         keep = fast.Kept()
@@ -78,15 +79,21 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
     # the rules and the vllm layer, imported only when a run is not answered from the cache
     from ..engine import core as engine
 
-    result = engine.lint(loaded, config)
+    result = engine.lint(loaded, config, _files(sources))
+    watched = runs.watch(result.model_files)
     state = None
     if keep is not None and not said:
         from ..cache import incremental
 
-        state = incremental.state(keep, loaded, result.found, result.topology)
+        state = incremental.state(keep, loaded, result.found, result.topology, watched)
     return runs.Outcome(configuration.apply(notes, config) + result.findings, result.suppressed, len(loaded),
                         len(result.topology.deployments),
-                        any("version" not in i.origins for i in result.topology.instances), said, state)
+                        any("version" not in i.origins for i in result.topology.instances), said, watched, state)
+
+
+def _files(sources: list[str]) -> Files:
+    """Where the model facts' config.json files are looked for: the inventory's folder, the Hugging Face cache."""
+    return Files.of(sources)
 
 
 def _lint(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def model(args: argparse.Namespace) -> Explanation | int:
     """The explain model of every inventory named, or exit code 2 after saying why there is none."""
+    from ..load.model_files import Files
     from .inputs import Unusable, load_group, prepare
 
     try:
@@ -43,7 +44,7 @@ def model(args: argparse.Namespace) -> Explanation | int:
         loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(report.text(found)))
         if loaded is None:
             return 2
-        result = engine.lint(loaded, config)
+        result = engine.lint(loaded, config, Files.of(sources))
         parts.append(compute(result.topology, sorted(configuration.apply(notes, config) + result.findings), loaded))
     return Explanation(tuple(d for p in parts for d in p.deployments), tuple(f for p in parts for f in p.findings))
 

@@ -34,13 +34,39 @@ def rules(ids: Sequence[str]) -> int:
 
 
 def models(words: Sequence[str]) -> int:
-    """The models pdlint knows the attention shape of (vllm_model values that need no vllm_model_* facts)."""
+    """`pdlint models [NAME|PATH|ID ...] [--vllm-version V] [--revision R]`: pdlint's table, filtered by NAME; the
+    facts of the config.json a PATH (file or model directory) or a cached model ID holds (cli/model_show.py)."""
+    from . import model_show
+
+    words, version, revision, problem = model_show.options(words)
+    if problem is None and version is not None:
+        from ..vllm import releases
+
+        if releases.parse(version) is None:
+            problem = f"--vllm-version: {version!r} is not a vLLM release (e.g. 0.32.0; see `pdlint versions`)"
+    if problem is not None:
+        sys.stderr.write(f"pdlint: error: {problem}\n")
+        return 2
+    located = [(word, model_show.locate(word, revision)) for word in words]
+    code = 0
+    for _, found in located:
+        if found is not None:
+            code = max(code, model_show.show(found, version))
+    names = [word for word, found in located if found is None]
+    if names or not words:
+        code = max(code, _table(names))
+    return code
+
+
+def _table(words: Sequence[str]) -> int:
+    """The models of pdlint's table matching words (all without words)."""
     from ..topology.facts import listing
 
     rows = [(name, f, aliases) for name, f, aliases in listing()
             if not words or any(w.lower() in " ".join((name, *aliases)).lower() for w in words)]
     if not rows:
-        sys.stderr.write(f"pdlint: error: no known model matches {' '.join(words)!r} (see `pdlint models`); "
+        sys.stderr.write(f"pdlint: error: no known model matches {' '.join(words)!r} (see `pdlint models`), and no "
+                         "config.json was found for it (a file, a model directory, the Hugging Face cache); "
                          "set vllm_model_num_attention_heads, vllm_model_num_kv_heads and vllm_model_is_mla\n")
         return 2
     width = max(len(name) for name, _unused, _unused in rows)

@@ -33,7 +33,7 @@ def _release(text: str) -> str:
 SUBCOMMANDS = (
     ("explain", "[PATH ...]", "show the topology vLLM will build: engines, GPUs, rank maps, ports"),
     ("rules", "[ID|FAMILY|--markdown]", "document the rules (with the vLLM releases each follows)"),
-    ("models", "[NAME ...]", "list the models pdlint knows the attention shape of"),
+    ("models", "[NAME|PATH|ID ...]", "list the models pdlint knows, or show a config.json's facts as vLLM derives them"),
     ("versions", "", "list the vLLM releases pdlint follows"),
     ("schema", "", "print the JSON Schema of pdlint's variables"),
     ("lsp", "[--stdio]", "run the language server over stdio (needs: pip install 'pdlint[lsp]')"),

@@ -46,7 +46,7 @@ def read(path: Path) -> Config:
         table = _pyproject_table(path)
         if table is None:
             raise ConfigError(f"{shown}: no [tool.pdlint] table")
-        return parse(table, shown, "tool.pdlint.")
+        return parse(table, shown, "tool.pdlint.", str(path.resolve().parent))
     import yaml  # only when a .pdlint.yaml is found: a run answered from the cache does not need it otherwise
 
     try:
@@ -59,7 +59,7 @@ def read(path: Path) -> Config:
         raise ConfigError(f"{where}: cannot parse: {exc.problem}") from None
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{shown}: cannot parse: {exc}".replace("\n", " ")) from None
-    return parse({} if data is None else data, shown)
+    return parse({} if data is None else data, shown, base=str(path.resolve().parent))
 
 
 def load(start: Path, explicit: str | None = None) -> Config:

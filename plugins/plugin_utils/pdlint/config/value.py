@@ -11,12 +11,11 @@ from ..contract import VERSION_PATTERN
 from ..finding import SEVERITIES, Finding
 from ..rule_ids import IDS as REGISTRY
 from ..rule_ids import family
+from . import models as model_table
+from .errors import ConfigError
+from .models import ModelEntry
 
-KEYS = ("select", "ignore", "severity", "vllm_version", "strict", "own_variables")
-
-
-class ConfigError(ValueError):
-    """A configuration value pdlint cannot use; the message names the file and the key."""
+KEYS = ("select", "ignore", "severity", "vllm_version", "strict", "own_variables", "models")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +29,8 @@ class Config:
     version_source: str | None = None  # where vllm_version came from when not the file (--vllm-version)
     # glob patterns of vllm_* names that are the role's own: never an argument check or a "did you mean"
     own_variables: tuple[str, ...] = ()
+    # the `models:` table (config/models.py), by lower-cased model name
+    models: Mapping[str, ModelEntry] = dataclasses.field(default_factory=dict)
 
 
 DEFAULT = Config()
@@ -112,8 +113,9 @@ def _patterns(value: Any, where: str, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def parse(data: Any, source: str, table: str = "") -> Config:
-    """A Config from the mapping read from source (under table, e.g. `tool.pdlint.`), or ConfigError naming the key."""
+def parse(data: Any, source: str, table: str = "", base: str | None = None) -> Config:
+    """A Config from the mapping read from source (under table, e.g. `tool.pdlint.`), or ConfigError naming the key;
+    base: the config file's folder, which `models:` paths are relative to."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: {table.rstrip('.') or 'config'}: expected a mapping of {', '.join(KEYS)}")
     unknown = [k for k in data if k not in KEYS]
@@ -131,4 +133,5 @@ def parse(data: Any, source: str, table: str = "") -> Config:
         ignore=names(data.get("ignore") or [], f"{table}ignore", source),
         severity=_severity(data.get("severity") or {}, source, f"{table}severity"),
         vllm_version=version, strict=strict, source=source,
+        models=model_table.parse(data["models"], source, table, base) if data.get("models") is not None else {},
     )

@@ -8,11 +8,13 @@ from ..config import value as configuration
 from ..config.value import Config
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
+from ..load.model_files import Files
 from ..rules import CHECKS
 from ..schema import check as schema
 from ..topology.build import build
 from ..topology.types import Topology
 from . import redact, suppress
+from .model_facts import Lookup
 
 _last_seen: schema.Seen = {}  # the previous check's values (schema.check's `before`), one check's worth
 
@@ -55,6 +57,8 @@ class Result:
     suppressed: list[Finding]
     topology: Topology
     found: list[Finding] = dataclasses.field(default_factory=list)  # every finding, before pdlint_skip and config
+    # the config.json files the model facts were read from or looked for (absolute): a cached result depends on them
+    model_files: tuple[str, ...] = ()
 
 
 def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars]:
@@ -67,16 +71,20 @@ def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars
         origins={**hv.origins, ("vllm_version",): origin}) for hv in hosts]
 
 
-def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT) -> Result:
-    """Every finding for these hosts under config: pdlint_skip splits them, select/ignore/severity apply to both."""
+def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT, files: Files | None = None) -> Result:
+    """Every finding for these hosts under config: pdlint_skip splits them, select/ignore/severity apply to both.
+
+    Model facts come from the inventory, config's `models:` table, config.json files where files says to look
+    (None: nowhere; the CLI, the play and the language server pass Files.of(sources)), then pdlint's table."""
     hosts = _default_version(hosts, config)
-    topology, problems = build(hosts)
-    found = _schema(hosts, config.own_variables) + problems
+    models = Lookup(config, files)
+    topology, problems = build(hosts, models)
+    found = _schema(hosts, config.own_variables) + problems + models.problems
     for rule in CHECKS:
         found.extend(rule.check(topology))
     found = merge(found)
     kept, suppressed = finish(found, suppress.entries(hosts), redact.secret_texts(hosts), config)
-    return Result(kept, suppressed, topology, found)
+    return Result(kept, suppressed, topology, found, tuple(models.files))
 
 
 def finish(found: list[Finding], marks: Sequence[suppress.Entry], secrets: set[str],

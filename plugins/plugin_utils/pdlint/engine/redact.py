@@ -24,8 +24,10 @@ def _scalars(value: Any) -> Iterator[str]:
 
 
 def secret_texts(hosts: Iterable[HostVars]) -> set[str]:
-    """The text of every vault-decrypted value of these hosts."""
-    return {text for hv in hosts for path in hv.secrets for text in _scalars(hv.get(*path)) if text}
+    """The text of every vault-decrypted value of these hosts, and the Hugging Face cache folder a vaulted model id
+    names (models--ORG--NAME: the model-facts messages name the places looked in)."""
+    found = {text for hv in hosts for path in hv.secrets for text in _scalars(hv.get(*path)) if text}
+    return found | {"models--" + text.strip("/").replace("/", "--") for text in found if "/" in text.strip("/")}
 
 
 def apply(findings: Sequence[Finding], secrets: set[str]) -> list[Finding]:

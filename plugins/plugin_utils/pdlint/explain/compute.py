@@ -11,7 +11,7 @@ from ..topology.types import Deployment, Engine, Topology
 from ..vllm import moriio, nixl, parallel, parallel_config, ports, ranks, registry
 from ..vllm import pair as vpair
 from ..vllm.releases import DEFAULT, resolve
-from .model import DeploymentView, EngineView, Explanation, Link, PairView, Port, Worker
+from .model import DeploymentView, EngineView, Explanation, Link, ModelView, PairView, Port, Worker
 from .vaulted import MASK, RANK_MAP, SHAPE, Vault
 
 _PAIR_RULES = ("deployment[connector]",)
@@ -63,7 +63,19 @@ def _deployment(dep: Deployment, findings: list[Finding], judged: Judged, vault:
     releases = tuple(sorted({v.release for v in views}))
     every = [i for e in engines for i in e.instances]
     return DeploymentView(vault.value(every, "pd_deployment", dep.name), releases, tuple(views), tuple(pairs),
-                          tuple(sorted(left)))
+                          tuple(sorted(left)), _models(engines, views, vault))
+
+
+def _models(engines: Sequence[Engine], views: Sequence[EngineView], vault: Vault) -> tuple[ModelView, ...]:
+    """One row per model and facts the deployment's engines use (the lead's, as the rules read them)."""
+    rows: dict[ModelView, list[str]] = {}
+    for e, view in zip(engines, views):
+        lead, facts = e.lead, e.lead.facts
+        hidden = vault.any(e.instances, "model")  # a config.json's path may name the model: masked too
+        row = ModelView(MASK if hidden else lead.model, (), facts.heads, facts.kv_heads, facts.mla, facts.ssm,
+                        facts.sliding_window, MASK if hidden else facts.source, () if hidden else facts.looked)
+        rows.setdefault(row, []).append(str(view.name))
+    return tuple(dataclasses.replace(row, engines=tuple(names)) for row, names in rows.items())
 
 
 def _take(pool: list[Finding], wanted: Callable[[Finding], bool]) -> tuple[Finding, ...]:

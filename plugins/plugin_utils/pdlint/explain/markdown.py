@@ -45,6 +45,8 @@ def mermaid(dep: DeploymentView) -> list[str]:
 
 def deployment(dep: DeploymentView) -> list[str]:
     out = [f"### Deployment `{dep.name}` (vLLM {', '.join(dep.releases)})", "",
+           *(f"- model `{code(m.model or '(vllm_model unset)')}` ({cell(', '.join(m.engines))}): {cell(m.text)}"
+             for m in dep.models), *([""] if dep.models else []),
            "| role | engine | hosts | TP | PP | DP | connector | GPUs |", "|---|---|---|---|---|---|---|---|"]
     out += [f"| {e.role} | `{code(e.name)}` | {cell(', '.join(e.hosts))} | {cell(e.tp)} | {cell(e.pp)} | {cell(e.dp)} | "
             f"{cell(e.connector or '-')} | {cell(gpus(e))} |" for e in dep.engines]

@@ -115,12 +115,47 @@ def rank_rows(pair: PairView, by: str = "decode") -> list[tuple[int, tuple[int, 
 
 
 @dataclasses.dataclass(frozen=True)
+class ModelView:
+    """The model some engines of a deployment serve: the facts the rules used and where they came from."""
+
+    model: str | None  # None: vllm_model unset; <vaulted> when vaulted (and then the source is masked too)
+    engines: tuple[str, ...]
+    heads: int | None
+    kv_heads: int | None
+    mla: bool | None
+    ssm: bool | None
+    sliding_window: int | None
+    source: str  # empty: unknown (see looked)
+    looked: tuple[str, ...]
+
+    @property
+    def facts(self) -> str:
+        """`24 heads, 4 KV heads, MLA false, SSM ?, sliding window none` (? where unknown)."""
+        def shown(value: object) -> str:
+            return "?" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+        window = "none" if self.sliding_window is None and self.source else shown(self.sliding_window)
+        return (f"{shown(self.heads)} heads, {shown(self.kv_heads)} KV heads, MLA {shown(self.mla)}, "
+                f"SSM {shown(self.ssm)}, sliding window {window}")
+
+    @property
+    def where(self) -> str:
+        """`from SOURCE`, or where pdlint looked."""
+        return f"from {self.source}" if self.source else f"unknown; looked in: {'; '.join(self.looked)}"
+
+    @property
+    def text(self) -> str:
+        return f"{self.facts} ({self.where})"
+
+
+@dataclasses.dataclass(frozen=True)
 class DeploymentView:
     name: str
     releases: tuple[str, ...]
     engines: tuple[EngineView, ...]
     pairs: tuple[PairView, ...]
     findings: tuple[Finding, ...]  # those that concern the deployment, not one engine or pair
+    models: tuple[ModelView, ...] = ()
 
     @property
     def ports(self) -> tuple[Port, ...]:

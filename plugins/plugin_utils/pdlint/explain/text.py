@@ -89,6 +89,9 @@ def pair_lines(pair: PairView, colour: bool) -> list[str]:
 
 def deployment_lines(dep: DeploymentView, colour: bool) -> list[str]:
     out = [_paint(f"deployment {dep.name}", _BOLD, colour) + f" (vLLM {', '.join(dep.releases)})"]
+    for m in dep.models:  # three lines: a config.json's path alone may take most of a line
+        out += [f"  model {m.model or '(vllm_model unset)'} ({', '.join(m.engines)})", f"    {m.facts}",
+                f"    {m.where}"]
     out += table(("role", "engine", "hosts", "TP", "PP", "DP", "nodes", "connector"),
                  [(e.role, e.name, ",".join(e.hosts), e.tp, e.pp, e.dp, e.nnodes, e.connector or "-")
                   for e in dep.engines], indent=2)

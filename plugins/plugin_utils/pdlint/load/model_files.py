@@ -16,7 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..paths import display
+
+def shown(path: Path) -> str:
+    """A model file as messages name it: absolute, so the CLI (any working directory), the play and the language
+    server say the same (the finding's origin is printed relative, as every origin is)."""
+    return os.path.abspath(path)
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _MAX_BYTES = 4 << 20  # a config.json is a few KB; a quantization config inlined may reach a few MB
@@ -30,6 +34,9 @@ class Found:
     path: str | None = None
     looked: tuple[str, ...] = ()
     error: str | None = None
+    # every file whose presence or content decided the answer (absent ones too: a result cached without the
+    # model must not outlive the model's download), for the run cache to stat
+    files: tuple[str, ...] = ()
 
 
 def hub_cache(env: Mapping[str, str]) -> Path:
@@ -45,16 +52,24 @@ def hub_cache(env: Mapping[str, str]) -> Path:
 
 def read_config(path: Path) -> Found:
     """config.json at path, parsed; an unreadable or malformed file is an error, never a traceback."""
-    shown = display(path)
+    name = shown(path)
     try:
         if path.stat().st_size > _MAX_BYTES:
-            return Found(path=shown, error=f"{shown} is larger than {_MAX_BYTES >> 20} MB; not read")
+            return Found(path=name, error=f"{name} is larger than {_MAX_BYTES >> 20} MB; not read")
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return Found(path=shown, error=f"{shown}: cannot read: {getattr(exc, 'strerror', None) or exc}")
+        return Found(path=name, error=f"{name}: cannot read: {getattr(exc, 'strerror', None) or exc}")
     if not isinstance(data, dict):
-        return Found(path=shown, error=f"{shown}: not a JSON object")
-    return Found(config=data, path=shown)
+        return Found(path=name, error=f"{name}: not a JSON object")
+    return Found(config=data, path=name)
+
+
+def _is_file(path: Path) -> bool:
+    """path is a file; a name the system cannot take (too long, a NUL byte) is no file, never a traceback."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _snapshot(repo: Path, revision: str | None) -> Path | None:
@@ -63,7 +78,7 @@ def _snapshot(repo: Path, revision: str | None) -> Path | None:
         return repo / "snapshots" / revision
     try:
         commit = (repo / "refs" / revision).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+    except (OSError, ValueError):  # ValueError: not UTF-8, or a NUL byte in the name
         return None
     return repo / "snapshots" / commit if _COMMIT.match(commit) else None
 
@@ -72,29 +87,63 @@ def in_cache(model: str, revision: str | None, env: Mapping[str, str]) -> tuple[
     """(config.json in the hub cache, the place described) for a model id `ORG/NAME` or `NAME`."""
     cache = hub_cache(env)
     repo = cache / ("models--" + model.strip("/").replace("/", "--"))
-    where = f"Hugging Face cache {display(repo)} ({'revision ' + revision if revision else 'refs/main'})"
+    where = f"Hugging Face cache {shown(repo)} ({'revision ' + revision if revision else 'refs/main'})"
     snapshot = _snapshot(repo, revision)
     if snapshot is None:
         return None, where
     candidate = snapshot / "config.json"
-    return (candidate if candidate.is_file() else None), where
+    return (candidate if _is_file(candidate) else None), where
+
+
+def _cache_files(model: str, revision: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The ref file and the snapshot's config.json a cache lookup of model depends on."""
+    repo = hub_cache(env) / ("models--" + model.strip("/").replace("/", "--"))
+    snapshot = _snapshot(repo, revision)
+    ref = () if _COMMIT.match(revision or "") else (str(repo / "refs" / (revision or "main")),)
+    return (*ref, *((str(snapshot / "config.json"),) if snapshot is not None else ()))
 
 
 def find(model: str, revision: str | None, base: Path | None, env: Mapping[str, str]) -> Found:
     """config.json of model: the directory it names (absolute, or relative to base), then the hub cache."""
+    if "\0" in model:  # no file system takes the name (a templated or pasted value gone wrong)
+        return Found(looked=(f"no directory or cache entry ({model[:40]!r} holds a NUL byte)",))
     looked: list[str] = []
-    path = Path(model).expanduser()
+    path = Path(model)
+    try:
+        path = path.expanduser()
+    except RuntimeError:  # ~user of no such user: the name as written
+        pass
     if not path.is_absolute() and base is not None:
         path = base / path
-    looked.append(f"directory {display(path)}")
-    if (path / "config.json").is_file():
-        return dataclasses.replace(read_config(path / "config.json"), looked=tuple(looked))
+    looked.append(f"directory {shown(path)}")
+    files = [shown(path / "config.json")]
+    if _is_file(path / "config.json"):
+        return dataclasses.replace(read_config(path / "config.json"), looked=tuple(looked), files=tuple(files))
     if not model.startswith(("/", ".", "~")) and model.count("/") <= 1:  # a path is never a hub id
         cached, where = in_cache(model, revision, env)
         looked.append(where)
+        files.extend(shown(Path(f)) for f in _cache_files(model, revision, env))
         if cached is not None:
-            return dataclasses.replace(read_config(cached), looked=tuple(looked))
-    return Found(looked=tuple(looked))
+            return dataclasses.replace(read_config(cached), looked=tuple(looked), files=tuple(files))
+    return Found(looked=tuple(looked), files=tuple(files))
+
+
+@dataclasses.dataclass(frozen=True)
+class Files:
+    """Where config.json files are looked for: a relative vllm_model against base (the inventory's folder), the
+    Hugging Face cache env names (HF_HUB_CACHE, HF_HOME, ...)."""
+
+    base: Path | None
+    env: Mapping[str, str]
+
+    @staticmethod
+    def of(sources: list[str], env: Mapping[str, str] | None = None) -> Files:
+        """The lookup for an inventory given by its sources (a folder, or the folder of a file)."""
+        from .layout import source_dir
+
+        local = [s for s in sources if "," not in s]
+        base = Path(source_dir(local[0]) or ".").absolute() if local else None
+        return Files(base, environment() if env is None else env)
 
 
 def environment() -> Mapping[str, str]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..finding import Origin
 from ..hostvars import HostVars, Unresolved
+from ..topology.types import Instance
 
 # `name:` in YAML (block or flow), `name=` in INI
 _NAME = re.compile(r"(?:^|[\s{,])((?:vllm|pdlint)_\w+)\s*[:=]")
@@ -67,3 +68,30 @@ def describe(name: str, path: str, hosts: Sequence[HostVars]) -> str | None:
     for (shown, where), on in sorted(rows.items(), key=lambda kv: (kv[0][1] != "set here", kv[0])):
         lines.append(f"- `{shown}` ({where}): {_names(sorted(on))}")
     return "\n".join(lines) + "\n"
+
+
+_FACTS = (("heads", "attention heads"), ("kv_heads", "KV heads"), ("mla", "MLA"), ("ssm", "hybrid (SSM)"),
+          ("sliding_window", "sliding window"))
+
+
+def model_facts(instances: Sequence[Instance], readers: Sequence[HostVars]) -> str | None:
+    """Markdown: the model facts of the instances on the hosts that read this file, each with where it came from."""
+    hosts = {hv.host for hv in readers}
+    by_model: dict[tuple[str | None, str], list[Instance]] = {}
+    for inst in instances:
+        if inst.host in hosts:
+            by_model.setdefault((inst.model, inst.facts.source), []).append(inst)
+    lines = []
+    for (model, _), group in sorted(by_model.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        facts = group[0].facts
+        where = dict(facts.where)
+        lines += [f"**model facts** of `{model or '(vllm_model unset)'}` ({_names(sorted({i.host for i in group}))}):", ""]
+        for attr, label in _FACTS:
+            value = getattr(facts, attr)
+            lines.append(f"- {label}: `{_value(value)}`" + (f" ({where[attr]})" if attr in where else ""))
+        if not where:
+            lines.append(f"- looked in: {'; '.join(facts.looked)}")
+        lines.append("")
+    from ..engine import redact  # a vaulted model (or a path naming it) never reaches the editor either
+
+    return redact.mask_text("\n".join(lines), redact.secret_texts(readers)) if lines else None

@@ -49,6 +49,7 @@ class Outcome:
     hosts: tuple[HostVars, ...] = ()
     topology: Topology | None = None
     failed: Finding | None = None  # a load-error: the other files keep their last diagnostics
+    model_files: tuple[str, ...] = ()  # the config.json files the model facts came from (or were looked for)
 
 
 def _config(source: str) -> Config:
@@ -83,6 +84,8 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
         return Outcome(source, failed=exc.finding)
     if not hosts:
         return Outcome(source, failed=no_hosts([source]))
-    result = engine.lint(hosts, config)
+    from ..load.model_files import Files
+
+    result = engine.lint(hosts, config, Files.of([source]))
     findings = sorted(configuration.apply(notes, config) + result.findings)
-    return Outcome(source, tuple(findings), tuple(hosts), result.topology)
+    return Outcome(source, tuple(findings), tuple(hosts), result.topology, model_files=result.model_files)

@@ -113,8 +113,11 @@ class Server(LanguageServer):
             for known in list(self.outcomes):
                 self.schedule(known, known if os.path.isfile(known) else path, delay)
             return
+        readers = [known for known, outcome in list(self.outcomes.items()) if path in outcome.model_files]
+        for known in readers:  # a model's config.json: the inventories whose facts came from it (vLLM reads disk)
+            self.schedule(known, known if os.path.isfile(known) else path, delay)
         source = inventory.inventory_of(path)
-        if source is not None:
+        if source is not None and not readers:
             self.schedule(source, path, delay)
 
 
@@ -165,6 +168,8 @@ async def on_hover(ls: Server, params: t.HoverParams) -> t.Hover | None:
         return None
     path = path_of(params.text_document.uri)
     parts = [hover.describe(name, path, outcome.hosts) if name is not None else None]
+    if name in ("vllm_model", "vllm_revision") and outcome.topology is not None:
+        parts.append(hover.model_facts(outcome.topology.instances, hover.seeing(outcome.hosts, path)))
     if tp is not None:  # off the event loop: all.yml of 1,000 hosts explains every deployment (about 0.6 s)
         parts.append(await ls.off_loop(_pairs, outcome, path))
     text = "\n---\n\n".join(p for p in parts if p)

@@ -39,7 +39,7 @@ def heads(topo: Topology) -> Iterator[Hit]:
         total = inst.facts.heads
         if total and inst.knows("tensor_parallel_size") and total % inst.tp:
             yield hit(inst, ("tensor_parallel_size",),
-                      f"{inst.facts.heads} attention heads are not divisible by TP {inst.tp}",
+                      f"{inst.facts.heads} attention heads{_said(inst, 'heads')} are not divisible by TP {inst.tp}",
                       tp_hint_for(topo, inst))
 
 
@@ -79,7 +79,15 @@ def kv_heads(topo: Topology) -> Iterator[Hit]:
                 and not parallel.kv_split_ok(inst.tp, k, False)):
             how = "replicate" if inst.tp >= k else "split"
             yield hit(inst, ("tensor_parallel_size",),
-                      f"TP {inst.tp} cannot {how} the model's {k} KV heads evenly", tp_hint_for(topo, inst))
+                      f"TP {inst.tp} cannot {how} the model's {k} KV heads{_said(inst, 'kv_heads')} evenly",
+                      tp_hint_for(topo, inst))
+
+
+def _said(inst: Instance, attr: str) -> str:
+    """" (from FILE ...)" when the fact came from a config.json or the config file's models: table: the inventory
+    names the variable itself, and `pdlint models` lists pdlint's table."""
+    source = dict(inst.facts.where).get(attr, "")
+    return "" if not source or source == "inventory" or source.startswith("pdlint model table") else f" (from {source})"
 
 
 def _missing(inst: Instance) -> list[str]:
@@ -91,9 +99,17 @@ def _missing(inst: Instance) -> list[str]:
 def model_facts(topo: Topology) -> Iterator[Hit]:
     """A rule needs the model's heads, KV heads or MLA flag, and they are unknown.
 
-    The TP and KV-head rules are skipped for such an instance. pdlint knows the
-    models in its table (data/model-attention-facts.json); for any other model
-    set the facts in the inventory.
+    The TP and KV-head rules are skipped for such an instance. pdlint looks, in
+    order (first match wins, each fact says where it came from): the
+    inventory's vllm_model_* variables; the config file's `models:` table
+    (facts, or `config: path/to/config.json`); config.json in the directory
+    vllm_model names (absolute, or relative to the inventory); the model in
+    the Hugging Face cache (HF_HUB_CACHE, HF_HOME; the snapshot vllm_revision
+    names, else refs/main); pdlint's model table (`pdlint models`). A
+    config.json is read as the instance's vLLM release reads it
+    (ModelConfig.get_total_num_kv_heads up to 0.13.0, the
+    model_arch_config_convertor classes from 0.14.0); one vLLM would reject
+    is an error at that file. The warning lists the places looked in.
 
     PASS:
 
@@ -120,6 +136,13 @@ def model_facts(topo: Topology) -> Iterator[Hit]:
         missing = _missing(inst)
         if missing and inst.tp > 1:
             model = f"model {inst.model!r}" if inst.model else "the model (vllm_model is not set)"
+            looked = "; ".join(inst.facts.looked) or "pdlint's model table"
             yield hit(inst, ("model", "tensor_parallel_size"),
-                      f"{model} is not in pdlint's table; TP and KV-head rules are skipped",
-                      "set " + ", ".join(missing))
+                      f"{model}: {_unknown(inst)} unknown (looked in: {looked}); TP and KV-head rules are skipped",
+                      "set " + ", ".join(missing) + ", add the model to the config file's models: table, or put "
+                      "its config.json where pdlint looks")
+
+
+def _unknown(inst: Instance) -> str:
+    names = {"heads": "attention heads", "kv_heads": "KV heads", "mla": "MLA flag"}
+    return ", ".join(names[attr] for attr in _FACT_VARS if getattr(inst.facts, attr) is None)

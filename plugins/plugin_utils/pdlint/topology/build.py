@@ -10,10 +10,10 @@ from ..finding import UNKNOWN, Finding, Origin
 from ..hostvars import HostVars, Unresolved
 from . import facts
 from .coerce import as_int, coerce, kv_config, unreadable_number  # noqa: F401 - kv_config: schema.check imports it from here
-from .types import Deployment, Engine, Instance, ModelFacts, Topology, Undecided
+from .types import Deployment, Engine, Instance, Topology, Undecided
 
 _FIELDS = {  # contract name -> Instance attribute
-    "pd_deployment": "deployment", "pd_role": "role", "model": "model", "version": "version",
+    "pd_deployment": "deployment", "pd_role": "role", "model": "model", "revision": "revision", "version": "version",
     "tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "data_parallel_size": "dp",
     "data_parallel_size_local": "dp_local", "data_parallel_start_rank": "dp_start",
     "nnodes": "nnodes", "node_rank": "node_rank", "instance_id": "instance_id", "node": "node",
@@ -78,7 +78,7 @@ _READ = tuple((v.name, host_var(v.name)) for v in VARIABLES if v.name not in ("k
 _NAME_OF = {key: name for name, key in _READ}
 
 
-def _instance(src: _Source, problems: list[Finding]) -> Instance | None:
+def _instance(src: _Source, problems: list[Finding], models: facts.ModelLookup) -> Instance | None:
     hv = src.hv
     fields: dict[str, Any] = {}
     origins: dict[str, Origin] = {}
@@ -119,9 +119,8 @@ def _instance(src: _Source, problems: list[Finding]) -> Instance | None:
     dp = fields.get("dp", 1)
     fields.setdefault("dp_local", dp)
     _bound_gpus(src, fields, origins, unresolved, problems)
-    known = facts.known(fields.get("model"))
-    if fact_values:
-        known = ModelFacts(**{**known.__dict__, **fact_values, "source": "inventory"})
+    known = facts.with_inventory(fields.get("model"), fields.get("revision"),
+                                 str(fields.get("version", NEWEST_VLLM)), fact_values, models)
     return Instance(
         host=hv.host, index=src.index, deployment=fields.pop("deployment", None), role=fields.pop("role"),
         instance_id=str(fields.pop("instance_id", hv.host if src.index is None else f"{hv.host}[{src.index}]")), node=str(fields.pop("node", hv.host)),
@@ -243,14 +242,14 @@ def _undecided(src: _Source, inst: Instance | None) -> Undecided | None:
                      None if isinstance(role, Unresolved) else role)
 
 
-def build(hosts: Iterable[HostVars]) -> tuple[Topology, list[Finding]]:
-    """All instances of all hosts, grouped into engines and deployments."""
+def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_lookup) -> tuple[Topology, list[Finding]]:
+    """All instances of all hosts, grouped into engines and deployments; models gives each model's facts."""
     problems: list[Finding] = []
     instances: list[Instance] = []
     undecided: list[Undecided] = []
     for hv in hosts:
         for src in _sources(hv):
-            inst = _instance(src, problems)
+            inst = _instance(src, problems, models)
             if inst is not None:
                 instances.append(inst)
             if (unsure := _undecided(src, inst)) is not None:

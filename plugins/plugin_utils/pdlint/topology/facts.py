@@ -1,9 +1,11 @@
 """pdlint's table of known models (data/model-attention-facts.json, each entry with its source)."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,47 @@ def known(model: str | None) -> ModelFacts:
     )
 
 
+FACTS = ("heads", "kv_heads", "mla", "ssm", "sliding_window")
+
+
+def where(found: ModelFacts, source: str) -> tuple[tuple[str, str], ...]:
+    """(attribute, source) for each fact found knows."""
+    return tuple((name, source) for name in FACTS if getattr(found, name) is not None) if source else ()
+
+
 def listing() -> list[tuple[str, ModelFacts, tuple[str, ...]]]:
     """Every model of the table, sorted by name: (name, facts, aliases)."""
     raw: dict[str, dict[str, Any]] = json.loads(_TABLE.read_text(encoding="utf-8"))
     return [(name, known(name), tuple(entry.get("aliases", ()))) for name, entry in sorted(raw.items())]
+
+
+# The model's facts from anywhere but the inventory: (vllm_model, vllm_revision, vllm_version) -> facts. The engine
+# passes one that also reads config.json files (engine/model_facts.py); without it, this table alone.
+ModelLookup = Callable[[str | None, str | None, str], ModelFacts]
+INVENTORY = "the inventory's vllm_model_* variables"
+TABLE = "pdlint's model table"
+
+
+def table_lookup(model: str | None, _revision: str | None, _version: str) -> ModelFacts:
+    """The table's facts of model, each saying so."""
+    found = known(model)
+    return dataclasses.replace(found, looked=(TABLE,), where=where(found, found.source))
+
+
+def with_inventory(model: str | None, revision: str | None, version: str, values: Mapping[str, Any],
+                   lookup: ModelLookup) -> ModelFacts:
+    """The inventory's vllm_model_* facts (values, by attribute) first; lookup's for those it does not set."""
+    if all(n in values for n in FACTS):  # nothing left to look up: no file is read
+        return ModelFacts(**values, source="inventory", where=tuple((n, "inventory") for n in FACTS),
+                          looked=(INVENTORY,))
+    found = lookup(model, revision, version)
+    found = dataclasses.replace(found, looked=(INVENTORY, *found.looked))
+    if not values:
+        return found
+    sources = dict(found.where)
+    sources.update((n, "inventory") for n in values)
+    named = sorted(set(sources.values()))
+    return dataclasses.replace(
+        found, **values, where=tuple(sources.items()),
+        source=named[0] if len(named) == 1 else "; ".join(
+            f"{', '.join(n for n, s in sources.items() if s == src)}: {src}" for src in named))

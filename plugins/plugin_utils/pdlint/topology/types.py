@@ -18,7 +18,9 @@ class ModelFacts:
     mla: bool | None = None
     ssm: bool | None = None
     sliding_window: int | None = None
-    source: str = ""
+    source: str = ""  # where the facts came from, in words (one source, or each fact's)
+    where: tuple[tuple[str, str], ...] = ()  # (attribute, where it came from) for each known fact
+    looked: tuple[str, ...] = ()  # every place asked, in order (the model-facts warning lists them)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Instance:
     node: str
     version: str
     model: str | None = None
+    revision: str | None = None  # --revision: which snapshot of a cached model gives its facts
     tp: int = 1
     pp: int = 1
     dp: int = 1

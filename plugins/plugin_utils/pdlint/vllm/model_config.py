@@ -182,6 +182,14 @@ def derive(data: Mapping[str, Any], release: Release) -> Derived:
     if sub is None:
         return Derived(release, model_type=model_type, error=error)
     hf, text = _Config(data), _Config(sub)
+    if model_type in types.UNMODELLED.at(release):
+        # MODEL_ARCH_CONFIG_CONVERTORS[model_type] reads heads, KV heads and layers from sub-configs of its own
+        # (CohereAsr: encoder / transf_decoder, 0.19.0 -; MossAudio: language_config, 0.24.0 -): the generic fields
+        # would give other numbers, so the facts are unknown (is_deepseek_mla and the sliding window stay generic)
+        return Derived(release, mla=is_mla(text, release), sliding_window=sliding_window(text, release),
+                       model_type=model_type, how=(f"heads, KV heads: MODEL_ARCH_CONFIG_CONVERTORS[{model_type!r}] "
+                                                   "(vllm/transformers_utils/model_arch_config_convertor.py), not "
+                                                   "modelled by pdlint",))
     prefix = f"{where}." if where else ""
     heads = _int(text.get("num_attention_heads"))
     kv, kv_field = kv_heads(hf, text, release, heads)
@@ -189,7 +197,8 @@ def derive(data: Mapping[str, Any], release: Release) -> Derived:
         heads = 0  # attention-free: ModelConfig.get_num_attention_heads reads getattr(..., "num_attention_heads", 0)
     span = types.span_of(release)
     how = (f"heads: {prefix}num_attention_heads", f"KV heads: {prefix if '.' not in kv_field else ''}{kv_field} "
-           f"({span})", f"MLA: model_type {text.get('model_type')!r} and kv_lora_rank ({span})")
+           f"({span})", f"MLA: model_type {text.get('model_type')!r} and kv_lora_rank "
+           f"({types.MLA_TYPES.step(release).source})")
     return Derived(release, heads=heads, kv_heads=kv, mla=is_mla(text, release),
                    sliding_window=sliding_window(text, release), layers=_int(text.get("num_hidden_layers")),
                    model_type=model_type, how=how)

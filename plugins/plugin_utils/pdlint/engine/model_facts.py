@@ -1,0 +1,142 @@
+"""Where a model's facts come from, first match wins: the config file's `models:` table (facts, or the config.json
+it names), config.json in the directory vllm_model names or in the Hugging Face cache, then pdlint's table.
+
+(The inventory's vllm_model_* variables come before all of these: topology/facts.with_inventory.) A config.json
+is derived as the instance's vLLM release derives it (vllm/model_config.derive); one vLLM would reject is a
+model-facts error at that file, and the model's facts stay unknown: vLLM would not start either. Files are read
+here, at the engine's edge, never in rules/ or vllm/; never the network.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..config.models import ModelEntry
+from ..config.value import DEFAULT, Config
+from ..finding import Finding, Origin
+from ..load import model_files
+from ..load.model_files import Files
+from ..paths import display
+from ..topology import facts
+from ..topology.types import ModelFacts
+from ..vllm import model_config
+from ..vllm.releases import DEFAULT as DEFAULT_RELEASE
+from ..vllm.releases import Release, resolve
+
+
+def release_of(version: str) -> Release:
+    """The release whose derivation applies to a vllm_version string (the default when unreadable)."""
+    return resolve(version).release or DEFAULT_RELEASE
+
+
+def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[ModelFacts, str | None]:
+    """The facts release derives from config.json data read from path, and the error vLLM would stop with."""
+    derived = model_config.derive(data, release)
+    if derived.error is not None:
+        return ModelFacts(), derived.error
+    source = f"{path}, as vLLM {release} derives it"
+    found = ModelFacts(heads=derived.heads, kv_heads=derived.kv_heads, mla=derived.mla,
+                       sliding_window=derived.sliding_window, source=source)
+    return dataclasses.replace(found, where=facts.where(found, source)), None
+
+
+class Lookup:
+    """facts.ModelLookup over config's `models:` table, files (None: no file but the table's), pdlint's table.
+
+    Remembers every file it looked at (files: the run cache keys them) and the findings about them (problems).
+    """
+
+    def __init__(self, config: Config = DEFAULT, files: Files | None = None) -> None:
+        self.config = config
+        self.lookup = files
+        self.files: dict[str, None] = {}  # ordered set
+        self.problems: list[Finding] = []
+        self._read: dict[tuple[str, str | None], model_files.Found] = {}  # (vllm_model, revision) -> answer
+        self._answers: dict[tuple[str | None, str | None, str], ModelFacts] = {}
+        self._named: dict[str, model_files.Found] = {}  # a models: table's config: path -> its file
+        self._reported: set[tuple[str, str]] = set()
+
+    def __call__(self, model: str | None, revision: str | None, version: str) -> ModelFacts:
+        key = (model, revision, version)
+        if key not in self._answers:  # a thousand hosts of one model: one lookup, one derivation
+            self._answers[key] = self._answer(model, revision, version)
+        return self._answers[key]
+
+    def _answer(self, model: str | None, revision: str | None, version: str) -> ModelFacts:
+        release = release_of(version)
+        looked: list[str] = []
+        found = self._entry(model, release, looked) if model else None
+        if found is None and model and self.lookup is not None:
+            found = self._config_json(self._find(model, revision), release, looked)
+        table = facts.table_lookup(model, revision, version)
+        looked.extend(table.looked)
+        if found is None:
+            return dataclasses.replace(table, looked=tuple(looked))
+        return dataclasses.replace(_fill(found, table), looked=tuple(looked))
+
+    def _entry(self, model: str, release: Release, looked: list[str]) -> ModelFacts | None:
+        entry: ModelEntry | None = self.config.models.get(model.strip().lower())
+        if self.config.models:
+            looked.append(f"the models: table of {next(iter(self.config.models.values())).source}")
+        if entry is None:
+            return None
+        base = ModelFacts()
+        if entry.config is not None:
+            if entry.config not in self._named:  # once per run, however many instances name it
+                self._named[entry.config] = model_files.read_config(Path(entry.config))
+            read = self._named[entry.config]
+            self.files[entry.config] = None
+            looked.append(f"config: {read.path}")
+            derived = self._config_json(read, release, [])
+            if derived is None:
+                return ModelFacts()  # the file is unusable (reported); its facts stay unknown
+            base = derived
+        source = f"the models: table of {entry.source}"
+        written = dict(entry.facts)
+        sources = {**dict(base.where), **{name: source for name in written}}
+        named = sorted(set(sources.values()))
+        return dataclasses.replace(base, **written, where=tuple(sources.items()),
+                                   source=named[0] if len(named) == 1 else "; ".join(named))
+
+    def _find(self, model: str, revision: str | None) -> model_files.Found:
+        key = (model, revision)
+        if key not in self._read:
+            assert self.lookup is not None
+            self._read[key] = model_files.find(model, revision, self.lookup.base, self.lookup.env)
+        found = self._read[key]
+        self.files.update(dict.fromkeys(found.files))
+        return found
+
+    def _config_json(self, read: model_files.Found, release: Release, looked: list[str]) -> ModelFacts | None:
+        """Facts from a lookup's answer; None when it found no file; empty facts for a file vLLM rejects."""
+        looked.extend(read.looked)
+        if read.path is None:
+            return None
+        if read.error is not None or read.config is None:
+            self._problem(read.path, read.error or "not a JSON object")
+            return ModelFacts()
+        derived, error = from_config(read.config, read.path, release)
+        if error is not None:
+            self._problem(read.path, error)
+        return derived
+
+    def _problem(self, path: str, message: str) -> None:
+        if (path, message) in self._reported:
+            return
+        self._reported.add((path, message))
+        self.problems.append(Finding(
+            origin=Origin(display(Path(path))), rule="model-facts", severity="error", message=message,
+            hint="fix the model's config.json, or name another one (vllm_model, or config: in the models: table)"))
+
+
+def _fill(found: ModelFacts, table: ModelFacts) -> ModelFacts:
+    """found, with the facts it does not know (a config.json never says whether a model is hybrid) from table."""
+    missing = {n: getattr(table, n) for n in facts.FACTS if getattr(found, n) is None and getattr(table, n) is not None}
+    if not missing or not found.where:
+        return found
+    where = (*found.where, *((n, s) for n, s in table.where if n in missing))
+    named = list(dict.fromkeys(s for _, s in where))
+    return dataclasses.replace(found, **missing, where=where, source="; ".join(named))
+
