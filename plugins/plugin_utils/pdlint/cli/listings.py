@@ -49,7 +49,7 @@ def models(words: Sequence[str]) -> int:
         return 2
     located = [(word, model_show.locate(word, revision)) for word in words]
     code = 0
-    for _, found in located:
+    for _unused, found in located:
         if found is not None:
             code = max(code, model_show.show(found, version))
     names = [word for word, found in located if found is None]

@@ -103,7 +103,8 @@ class Lookup:
     def _find(self, model: str, revision: str | None) -> model_files.Found:
         key = (model, revision)
         if key not in self._read:
-            assert self.lookup is not None
+            if self.lookup is None:
+                raise AssertionError("a model file is read only with a lookup")
             self._read[key] = model_files.find(model, revision, self.lookup.base, self.lookup.env)
         found = self._read[key]
         self.files.update(dict.fromkeys(found.files))
@@ -137,6 +138,5 @@ def _fill(found: ModelFacts, table: ModelFacts) -> ModelFacts:
     if not missing or not found.where:
         return found
     where = (*found.where, *((n, s) for n, s in table.where if n in missing))
-    named = list(dict.fromkeys(s for _, s in where))
+    named = list(dict.fromkeys(s for _unused, s in where))
     return dataclasses.replace(found, **missing, where=where, source="; ".join(named))
-

@@ -113,8 +113,8 @@ def deployment(dep: DeploymentView, is_open: bool) -> str:
     out = [(f'<details class="deployment" data-deployment="{_e(dep.name)}"{" open" if is_open else ""}>'
            f"<summary>{_e(dep.name)} <small>(vLLM {_e(', '.join(dep.releases))}; {len(dep.engines)} engines, "
             f"{len(dep.pairs)} pairs)</small>{badge}</summary>"),
-            *(f'<p class="model">model <code>{_e(m.model or "(vllm_model unset)")}</code> '
-              f"({_e(', '.join(m.engines))}): {_e(m.text)}</p>" for m in dep.models),
+           *(f'<p class="model">model <code>{_e(m.model or "(vllm_model unset)")}</code> '
+             f"({_e(', '.join(m.engines))}): {_e(m.text)}</p>" for m in dep.models),
            _table(("role", "engine", "hosts", "TP", "PP", "DP", "connector", "GPUs"),
                   [(e.role, e.name, ", ".join(e.hosts), e.tp, e.pp, e.dp, e.connector or "-", gpus(e))
                    for e in dep.engines]),

@@ -22,6 +22,7 @@ def shown(path: Path) -> str:
     server say the same (the finding's origin is printed relative, as every origin is)."""
     return os.path.abspath(path)
 
+
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _MAX_BYTES = 4 << 20  # a config.json is a few KB; a quantization config inlined may reach a few MB
 

@@ -82,7 +82,7 @@ def model_facts(instances: Sequence[Instance], readers: Sequence[HostVars]) -> s
         if inst.host in hosts:
             by_model.setdefault((inst.model, inst.facts.source), []).append(inst)
     lines = []
-    for (model, _), group in sorted(by_model.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+    for (model, _unused), group in sorted(by_model.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         facts = group[0].facts
         where = dict(facts.where)
         lines += [f"**model facts** of `{model or '(vllm_model unset)'}` ({_names(sorted({i.host for i in group}))}):", ""]
