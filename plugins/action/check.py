@@ -21,8 +21,8 @@ from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config.valu
     DEFAULT,
     Config,
     ConfigError,
-    apply,
     names,
+    with_notes,
 )
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.explain import compute, html
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import (
@@ -88,7 +88,7 @@ class ActionModule(ActionBase):
         if inventory is not None and loader is not None:  # the play's own inventory: the CLI's role conflicts
             files += roles.from_ansible(inventory, loader, sources, {hv.host: hv.values.get(roles.ROLE)
                                                                      for hv in loaded})
-        found = sorted(apply(files, config) + checked.findings)
+        found = sorted(with_notes(files, checked.findings, config))
         if args.get("explain_html"):  # the report of exactly what was checked, written even when the task fails
             try:
                 Path(args["explain_html"]).write_text(html.render(compute.explain(checked.topology, found, loaded)),

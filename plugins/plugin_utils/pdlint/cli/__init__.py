@@ -86,7 +86,7 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         from ..cache import incremental
 
         state = incremental.state(keep, loaded, result.found, result.topology, watched)
-    return runs.Outcome(configuration.apply(notes, config) + result.findings, result.suppressed, len(loaded),
+    return runs.Outcome(configuration.with_notes(notes, result.findings, config), result.suppressed, len(loaded),
                         len(result.topology.deployments),
                         any("version" not in i.origins for i in result.topology.instances), said, watched, state)
 

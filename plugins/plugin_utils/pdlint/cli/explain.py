@@ -45,7 +45,7 @@ def model(args: argparse.Namespace) -> Explanation | int:
         if loaded is None:
             return 2
         result = engine.lint(loaded, config, Files.of(sources))
-        parts.append(compute(result.topology, sorted(configuration.apply(notes, config) + result.findings), loaded))
+        parts.append(compute(result.topology, sorted(configuration.with_notes(notes, result.findings, config)), loaded))
     return Explanation(tuple(d for p in parts for d in p.deployments), tuple(f for p in parts for f in p.findings))
 
 

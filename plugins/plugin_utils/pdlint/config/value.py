@@ -63,6 +63,12 @@ def severity_for(rule_id: str, default: str, overrides: Mapping[str, str]) -> st
     return overrides.get(rule_id) or overrides.get(family(rule_id)) or default
 
 
+def with_notes(notes: Iterable[Finding], findings: Iterable[Finding], config: Config) -> list[Finding]:
+    """A run's findings: the loader's file-level notes under config, then the rules' (the engine applied config
+    to those already). The CLI, explain, the language server, a run after an edit and the play all report this."""
+    return apply(notes, config) + list(findings)
+
+
 def apply(findings: Iterable[Finding], config: Config) -> list[Finding]:
     """Findings of selected rules, re-graded by the severity overrides (new values, never mutated)."""
     out = []

@@ -87,5 +87,5 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
     from ..load.model_files import Files
 
     result = engine.lint(hosts, config, Files.of([source]))
-    findings = sorted(configuration.apply(notes, config) + result.findings)
+    findings = sorted(configuration.with_notes(notes, result.findings, config))
     return Outcome(source, tuple(findings), tuple(hosts), result.topology, model_files=result.model_files)
