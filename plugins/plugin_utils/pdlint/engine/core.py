@@ -8,6 +8,7 @@ from ..config import value as configuration
 from ..config.value import Config
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
+from ..launch import stage as launch
 from ..load.model_files import Files
 from ..rules import CHECKS
 from ..schema import check as schema
@@ -76,10 +77,10 @@ def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT, file
 
     Model facts come from the inventory, config's `models:` table, config.json files where files says to look
     (None: nowhere; the CLI, the play and the language server pass Files.of(sources)), then pdlint's table."""
-    hosts = _default_version(hosts, config)
+    hosts, launched = launch.prepare(_default_version(hosts, config), config)
     models = Lookup(config, files)
     topology, problems = build(hosts, models)
-    found = _schema(hosts, config.own_variables) + problems + models.problems
+    found = launched + _schema(hosts, config.own_variables) + problems + models.problems
     for rule in CHECKS:
         found.extend(rule.check(topology))
     found = merge(found)
