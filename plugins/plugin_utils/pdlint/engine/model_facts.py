@@ -21,7 +21,7 @@ from ..load.model_files import Files
 from ..paths import display
 from ..topology import facts
 from ..topology.types import ModelFacts
-from ..vllm import model_config
+from ..vllm import model_config, model_layers
 from ..vllm.releases import DEFAULT as DEFAULT_RELEASE
 from ..vllm.releases import Release, resolve
 
@@ -37,8 +37,13 @@ def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[M
     if derived.error is not None:
         return ModelFacts(), derived.error
     source = f"{path}, as vLLM {release} derives it"
+    kinds = model_layers.layer_kinds(data, release)
     found = ModelFacts(heads=derived.heads, kv_heads=derived.kv_heads, mla=derived.mla,
-                       sliding_window=derived.sliding_window, source=source)
+                       # Mamba or linear-attention layers beside attention: a hybrid; anything else stays unknown
+                       # (vLLM's is_hybrid is the model class's, in the registry; the table may know it)
+                       ssm=True if derived.kv_heads and {"mamba", "linear"} & set(kinds or ()) else None,
+                       sliding_window=derived.sliding_window, layers=model_layers.num_layers(data, release),
+                       layer_kinds=kinds, source=source)
     return dataclasses.replace(found, where=facts.where(found, source)), None
 
 
@@ -134,7 +139,8 @@ class Lookup:
 
 def _fill(found: ModelFacts, table: ModelFacts) -> ModelFacts:
     """found, with the facts it does not know (a config.json never says whether a model is hybrid) from table."""
-    missing = {n: getattr(table, n) for n in facts.FACTS if getattr(found, n) is None and getattr(table, n) is not None}
+    missing = {n: getattr(table, n) for n in (*facts.FACTS, *facts.LAYER_FACTS)
+               if getattr(found, n) is None and getattr(table, n) is not None}
     if not missing or not found.where:
         return found
     where = (*found.where, *((n, s) for n, s in table.where if n in missing))

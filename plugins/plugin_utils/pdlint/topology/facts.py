@@ -40,11 +40,26 @@ def known(model: str | None) -> ModelFacts:
         mla=bool(entry.get("mla")),
         ssm=bool(entry.get("hybrid_ssm", False)),
         sliding_window=entry.get("sliding_window"),
+        layers=entry.get("num_layers"),
+        layer_kinds=_kinds(entry.get("layer_kinds")),
         source=f"pdlint model table: {entry['name']}",
     )
 
 
+def _kinds(text: Any) -> tuple[str, ...] | None:
+    """The table's run-length layer kinds ("linear*3 full*1 ..."; vllm/model_layers.run_length writes them)."""
+    if not isinstance(text, str):
+        return None
+    kinds: list[str] = []
+    for run in text.split():
+        kind, _star, count = run.partition("*")
+        kinds.extend([kind] * int(count))
+    return tuple(kinds)
+
+
 FACTS = ("heads", "kv_heads", "mla", "ssm", "sliding_window")
+# what the stage rules read besides (no vllm_model_* variable sets them: config.json or the table does)
+LAYER_FACTS = ("layers", "layer_kinds")
 
 
 def where(found: ModelFacts, source: str) -> tuple[tuple[str, str], ...]:

@@ -18,6 +18,8 @@ class ModelFacts:
     mla: bool | None = None
     ssm: bool | None = None
     sliding_window: int | None = None
+    layers: int | None = None  # hidden layers (vLLM's total_num_hidden_layers)
+    layer_kinds: tuple[str, ...] | None = None  # each layer's kind: full, sliding, mamba, linear, none
     source: str = ""  # where the facts came from, in words (one source, or each fact's)
     where: tuple[tuple[str, str], ...] = ()  # (attribute, where it came from) for each known fact
     looked: tuple[str, ...] = ()  # every place asked, in order (the model-facts warning lists them)

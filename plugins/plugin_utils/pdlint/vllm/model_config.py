@@ -38,6 +38,9 @@ class _Config:
         return self.data.get(name, default)
 
 
+Reader = _Config  # for vllm/model_layers.py: config.json read with the model type's attribute_map
+
+
 @dataclasses.dataclass(frozen=True)
 class Derived:
     """What release derives from one config.json; None where it cannot tell (or vLLM would fail)."""
