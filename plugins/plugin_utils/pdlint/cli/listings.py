@@ -59,20 +59,25 @@ def models(words: Sequence[str]) -> int:
 
 
 def _table(words: Sequence[str]) -> int:
-    """The models of pdlint's table matching words (all without words)."""
+    """The models of pdlint's table matching words (all without words), each with its layers and source."""
     from ..topology.facts import listing
+    from ..vllm.model_layers import run_length
 
-    rows = [(name, f, aliases) for name, f, aliases in listing()
+    rows = [(name, f, aliases, source) for name, f, aliases, source in listing()
             if not words or any(w.lower() in " ".join((name, *aliases)).lower() for w in words)]
     if not rows:
         sys.stderr.write(f"pdlint: error: no known model matches {' '.join(words)!r} (see `pdlint models`), and no "
                          "config.json was found for it (a file, a model directory, the Hugging Face cache); "
                          "set vllm_model_num_attention_heads, vllm_model_num_kv_heads and vllm_model_is_mla\n")
         return 2
-    width = max(len(name) for name, _unused, _unused in rows)
-    sys.stdout.write(f"{'model':{width}}  heads  kv_heads  mla    ssm\n")
-    for name, f, aliases in rows:
+    width = max(len(name) for name, _unused, _unused, _unused in rows)
+    sys.stdout.write(f"{'model':{width}}  heads  kv_heads  mla    ssm    layers\n")
+    for name, f, aliases, source in rows:
         sys.stdout.write(f"{name:{width}}  {f.heads!s:5}  {f.kv_heads!s:8}  {str(f.mla).lower():5}  "
-                         f"{str(f.ssm).lower()}\n")
+                         f"{str(f.ssm).lower():5}  {'unknown' if f.layers is None else f.layers}\n")
         sys.stdout.write("".join(f"  also: {alias}\n" for alias in aliases))
+        if words:  # one model asked for: its layer mix too (a PP stage's share: vllm/model_layers.stage_layers)
+            kinds = run_length(f.layer_kinds) if f.layer_kinds else "unknown"
+            sys.stdout.write(f"  layer kinds: {kinds}\n")
+        sys.stdout.write(f"  source: {source}\n")
     return 0

@@ -44,7 +44,7 @@ def locate(word: str, revision: str | None) -> model_files.Found | None:
 
 def show(found: model_files.Found, version: str | None) -> int:
     """Print the facts of one located config.json; 1 when vLLM would reject it, else 0."""
-    from ..vllm import model_config, releases
+    from ..vllm import model_config, model_layers, releases
 
     resolution = releases.resolve(version)
     release = resolution.release or releases.DEFAULT
@@ -59,9 +59,12 @@ def show(found: model_files.Found, version: str | None) -> int:
         sys.stdout.write(f"  error: {derived.error}\n")
         return 1
     rows = (("model_type", derived.model_type), ("heads", derived.heads), ("kv_heads", derived.kv_heads),
-            ("mla", derived.mla), ("sliding_window", derived.sliding_window), ("layers", derived.layers))
+            ("mla", derived.mla), ("sliding_window", derived.sliding_window),
+            ("layers", model_layers.num_layers(found.config, release)))
     for name, value in rows:
         shown = "unknown" if value is None and name != "sliding_window" else "none" if value is None else value
         sys.stdout.write(f"  {name:15} {str(shown).lower() if isinstance(value, bool) else shown}\n")
+    kinds = model_layers.layer_kinds(found.config, release)
+    sys.stdout.write(f"  {'layer_kinds':15} {model_layers.run_length(kinds) if kinds else 'unknown'}\n")
     sys.stdout.write("".join(f"  from: {how}\n" for how in derived.how))
     return 0

@@ -67,10 +67,12 @@ def where(found: ModelFacts, source: str) -> tuple[tuple[str, str], ...]:
     return tuple((name, source) for name in FACTS if getattr(found, name) is not None) if source else ()
 
 
-def listing() -> list[tuple[str, ModelFacts, tuple[str, ...]]]:
-    """Every model of the table, sorted by name: (name, facts, aliases)."""
+def listing() -> list[tuple[str, ModelFacts, tuple[str, ...], str]]:
+    """Every model of the table, sorted by name: (name, facts, aliases, the row's source: the config.json it was
+    generated from by tools/model_table.py, or why it has none)."""
     raw: dict[str, dict[str, Any]] = json.loads(_TABLE.read_text(encoding="utf-8"))
-    return [(name, known(name), tuple(entry.get("aliases", ()))) for name, entry in sorted(raw.items())]
+    return [(name, known(name), tuple(entry.get("aliases", ())), str(entry.get("source", "")))
+            for name, entry in sorted(raw.items())]
 
 
 # The model's facts from anywhere but the inventory: (vllm_model, vllm_revision, vllm_version) -> facts. The engine
