@@ -35,7 +35,7 @@ def test_a_file_or_directory_as_the_release_derives_it(tmp_path: Path, monkeypat
         code, out, _ = _run(["models", word, "--vllm-version", version], capsys)
         assert code == 0 and f"as vLLM {version} derives it" in out
         assert _rows(out) == {"model_type": "kimi_k2", "heads": "64", "kv_heads": "64", "mla": mla,
-                              "sliding_window": "none", "layers": "61"}
+                              "sliding_window": "none", "layers": "61", "layer_kinds": "full*61"}
 
 
 def test_a_cached_model_by_its_id_and_revision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -64,3 +64,14 @@ def test_a_config_vllm_rejects_exits_1(tmp_path: Path, capsys: pytest.CaptureFix
 def test_bad_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(["models", *argv], capsys)
     assert code == 2 and "pdlint: error:" in err
+
+
+def test_a_config_json_shows_each_layers_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A hybrid's layer mix as the release reads it: NemotronH's hybrid_override_pattern, 0.9.1 on."""
+    monkeypatch.chdir(tmp_path)
+    config = {"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"], "num_attention_heads": 32,
+              "num_key_value_heads": 8, "num_hidden_layers": 6, "hybrid_override_pattern": "M-M*-E"}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    code, out, _ = _run(["models", "config.json", "--vllm-version", "0.20.0"], capsys)
+    assert code == 0 and "  layer_kinds     mamba*1 none*1 mamba*1 full*1 none*2\n" in out

@@ -220,7 +220,7 @@ def test_models_lists_every_known_model_with_its_heads(capsys) -> None:
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:] if not line.startswith(" ")}
     assert set(rows) == set(table)
     for name, entry in table.items():
-        heads, kv_heads, mla, _ssm = rows[name]
+        heads, kv_heads, mla, _ssm, _layers = rows[name]
         assert (int(heads), int(kv_heads), mla) == (entry["num_attention_heads"], entry["num_key_value_heads"],
                                                     str(bool(entry["mla"])).lower()), name
 

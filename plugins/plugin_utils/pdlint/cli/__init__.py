@@ -180,6 +180,11 @@ def _main(argv: Sequence[str] | None) -> int:
 
             return lsp(argv[1:])
         if argv and argv[0] == "schema" and not os.path.exists("schema"):
+            if argv[1:] == ["config"]:  # the config file's schema (schemas/pdlint-config.schema.json)
+                from .config_schema import dumps
+
+                sys.stdout.write(dumps())
+                return 0
             from ..schema import check as schema
 
             sys.stdout.write(schema.dumps())
