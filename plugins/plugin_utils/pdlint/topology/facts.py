@@ -53,6 +53,8 @@ def _kinds(text: Any) -> tuple[str, ...] | None:
     kinds: list[str] = []
     for run in text.split():
         kind, _star, count = run.partition("*")
+        if not count.isdigit():
+            return None  # not a run-length string: the layers stay unknown
         kinds.extend([kind] * int(count))
     return tuple(kinds)
 
