@@ -205,3 +205,11 @@ def _sealed(hv: HostVars, encrypted: set[str]) -> HostVars:
     """Values read from a vault-encrypted file are secrets too."""
     paths = {path for path, origin in hv.origins.items() if origin.file in encrypted}
     return hv if not paths else dataclasses.replace(hv, secrets=hv.secrets | paths)
+
+
+def renderer(variables: Mapping[str, Any], allow_lookups: bool = False) -> tagged.Render:
+    """Render over plain variables as a host's templates are rendered (ansible-core's templar, its sandbox, lookups
+    refused): the config file's `variables:` mapping (launch/mapping.py). Imports ansible-core."""
+    from ansible.parsing.dataloader import DataLoader
+
+    return _renderer(DataLoader(), dict(variables), allow_lookups)
