@@ -17,6 +17,9 @@ from ..finding import Finding, Origin
 from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant, is_template
 
 MAGIC = frozenset(("group_names", "inventory_hostname", "groups"))  # given by Ansible, never kept from files
+# the templar's own globals (ansible-core 2.19's JinjaPluginIntercept/globals, Jinja's defaults): never a host's
+_GLOBALS = frozenset(("lookup", "query", "q", "now", "undef", "omit", "range", "dict", "lipsum", "cycler", "joiner",
+                      "namespace"))
 _UNSET = object()
 
 
@@ -45,7 +48,7 @@ def names_read(expression: Any) -> frozenset[str]:
             found |= jinja2.meta.find_undeclared_variables(env.parse(text))
         except jinja2.TemplateError:
             continue
-    return frozenset(found - MAGIC)
+    return frozenset(found - MAGIC - _GLOBALS)
 
 
 def keep_names(variables: Iterable[Mapped]) -> frozenset[str]:

@@ -113,7 +113,7 @@ class VarsFiles:
         raise Unsupported(f"{path}: vars file is not a mapping")
 
     @staticmethod
-    def _mapping(node: Any, shown: str, keep: frozenset[str]) -> dict[str, Var]:
+    def _mapping(node: Any, shown: str, keep: frozenset[str] = frozenset()) -> dict[str, Var]:
         result: dict[str, Var] = {}
         for key, key_node, value_node in keyed_items(node):
             if isinstance(key, str) and is_relevant(key, keep):
