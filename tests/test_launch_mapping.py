@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 from conftest import write_tree
+from lsprotocol import types as t
+from pytest_lsp import LanguageClient
 from test_collection_play import collections, play  # noqa: F401 - the fixture, built once per module
+from test_lsp_server import client, hover_text, open_doc, published  # noqa: F401 - client: the server fixture
 from test_rules_cli import run
 
 from pdlint.config.variables import Mapped
@@ -238,3 +241,18 @@ def test_the_play_applies_the_same_mapping(collections: Path, tmp_path: Path, mo
     from_play = json.loads((tmp_path / "play.json").read_text())
     assert shape(from_play) == shape(cli)
     assert {(f["rule"], f["line"], f["column"]) for f in from_play} == {(f["rule"], f["line"], f["column"]) for f in cli}
+
+
+@pytest.mark.asyncio
+async def test_the_language_server_applies_the_mapping_and_hover_says_where(client: LanguageClient,  # noqa: F811
+                                                                           tmp_path: Path, monkeypatch, capsys):
+    _, cli = findings(tmp_path, ROLE, monkeypatch, capsys)
+    decode = tmp_path / "group_vars" / "decode.yml"
+    open_doc(client, decode)
+    diags = await published(client, decode)
+    assert sorted((str(d.code), d.range.start.line, d.range.start.character) for d in diags) == \
+        sorted((f["rule"], f["line"] - 1, f["column"] - 1) for f in cli if f["file"] == "group_vars/decode.yml")
+    assert "tp-ratio[moriio]" in {str(d.code) for d in diags}
+    text = await hover_text(client, decode, 0, 0)  # on the role's `tp`
+    assert "vllm_tensor_parallel_size mapped by" in text and ".pdlint.yaml:4:30 from tp (" in text
+    assert text.rstrip().endswith(": d1")
