@@ -16,6 +16,11 @@ from ..config.variables import Mapped
 from ..finding import Finding, Origin
 from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant, is_template
 
+# Rendering costs ~1 ms per expression and host; the hosts of a group share their value objects (the loaders give
+# every host the group's), so a rendering is memoized by the expression and the identity of what it reads. Entries
+# hold those values, so an id is never reused while its entry lives; the memo is bounded.
+_MEMO: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...]]] = {}
+_MEMO_SIZE = 50_000
 MAGIC = frozenset(("group_names", "inventory_hostname", "groups"))  # given by Ansible, never kept from files
 # the templar's own globals (ansible-core 2.19's JinjaPluginIntercept/globals, Jinja's defaults): never a host's
 _GLOBALS = frozenset(("lookup", "query", "q", "now", "undef", "omit", "range", "dict", "lipsum", "cycler", "joiner",
@@ -35,9 +40,8 @@ def _templates(value: Any) -> Iterator[str]:
             yield from _templates(item)
 
 
-def names_read(expression: Any) -> frozenset[str]:
-    """The variables an expression reads (jinja2.meta.find_undeclared_variables), Ansible's magic ones aside;
-    a template that does not parse reads none (rendering it reports the error)."""
+def _parsed(expression: Any) -> frozenset[str]:
+    """Every name the expression's templates read, Ansible's magic variables included."""
     import jinja2
     import jinja2.meta
 
@@ -48,7 +52,13 @@ def names_read(expression: Any) -> frozenset[str]:
             found |= jinja2.meta.find_undeclared_variables(env.parse(text))
         except jinja2.TemplateError:
             continue
-    return frozenset(found - MAGIC - _GLOBALS)
+    return frozenset(found - _GLOBALS)
+
+
+def names_read(expression: Any) -> frozenset[str]:
+    """The variables an expression reads (jinja2.meta.find_undeclared_variables), Ansible's magic ones aside;
+    a template that does not parse reads none (rendering it reports the error)."""
+    return _parsed(expression) - MAGIC
 
 
 def keep_names(variables: Iterable[Mapped]) -> frozenset[str]:
@@ -70,22 +80,36 @@ def _trusted(value: Any) -> Any:
     return value
 
 
-def _render(hv: HostVars, expression: Any) -> Any:
-    """The rendered value, _UNSET (omit, Undefined, none), or Unresolved."""
-    if "ansible" not in sys.modules:  # the CLI pinned ansible-core's settings already; the play imported it
-        from ..load import safety
+class _Render:
+    """One templar per host, made when its first template needs it (none for literal values)."""
 
-        safety.configure()
-    from ..load.reference.loader import renderer
+    def __init__(self, hv: HostVars) -> None:
+        self.hv = hv
+        self.render: Any = None
 
-    plain = {k: v for k, v in hv.values.items() if not isinstance(v, Unresolved)}
-    render = renderer({**plain, "group_names": list(hv.groups), "inventory_hostname": hv.host})
-    # rendered inside a mapping: ansible-core drops an omitted value there instead of failing
-    out = render({"value": _trusted(expression)})
-    if isinstance(out, Unresolved) or not isinstance(out, Mapping):
-        return out
-    value = out.get("value", _UNSET)
-    return _UNSET if value is None or type(value).__name__.endswith("Undefined") else value
+    def __call__(self, expression: Any) -> Any:
+        """The rendered value, _UNSET (omit, Undefined, none), or Unresolved."""
+        if next(_templates(expression), None) is None:
+            return expression  # not a template: the value itself
+        if self.render is None:
+            self.render = self._templar()
+        # rendered inside a mapping: ansible-core drops an omitted value there instead of failing
+        out = self.render({"value": _trusted(expression)})
+        if isinstance(out, Unresolved) or not isinstance(out, Mapping):
+            return out
+        value = out.get("value", _UNSET)
+        return _UNSET if value is None or type(value).__name__.endswith("Undefined") else value
+
+    def _templar(self) -> Any:
+        if "ansible" not in sys.modules:  # the CLI pinned ansible-core's settings already; the play imported it
+            from ..load import safety
+
+            safety.configure()
+        from ..load.reference.loader import renderer
+
+        hv = self.hv
+        plain = {k: v for k, v in hv.values.items() if not isinstance(v, Unresolved)}
+        return renderer({**plain, "group_names": list(hv.groups), "inventory_hostname": hv.host})
 
 
 def _lacking(hv: HostVars, read: frozenset[str], reason: str) -> str:
@@ -110,10 +134,27 @@ class _Out:
     notes: dict[Path, str]
 
 
-def _one(hv: HostVars, m: Mapped, out: _Out) -> None:
-    read = names_read(m.expression)
-    value = _render(hv, m.expression) if is_template(str(m.expression)) or not isinstance(m.expression, str) \
-        else m.expression
+def _rendered(hv: HostVars, m: Mapped, render: _Render) -> tuple[frozenset[str], Any]:
+    """(the host variables m reads, its value for hv), from the memo when the same inputs were rendered."""
+    parsed = _MEMO.get((id(m),))
+    if parsed is None:
+        parsed = (_parsed(m.expression), (m,))
+        _MEMO[(id(m),)] = parsed
+    names: frozenset[str] = parsed[0]
+    inputs = tuple(hv.values.get(n) for n in sorted(names - MAGIC))
+    key = (id(m), *map(id, inputs), hv.groups if "group_names" in names else None,
+           hv.host if "inventory_hostname" in names else None)
+    found = _MEMO.get(key)
+    if found is None or found[1][0] is not m:
+        if len(_MEMO) > _MEMO_SIZE:
+            _MEMO.clear()
+        found = (render(m.expression), (m, *inputs))
+        _MEMO[key] = found
+    return names - MAGIC, found[0]
+
+
+def _one(hv: HostVars, m: Mapped, out: _Out, render: _Render) -> None:
+    read, value = _rendered(hv, m, render)
     if value is _UNSET:
         return
     if isinstance(value, Unresolved):
@@ -145,9 +186,10 @@ def apply(hv: HostVars, variables: Sequence[Mapped]) -> tuple[HostVars, list[Fin
     out = _Out({k: v for k, v in hv.values.items() if is_relevant(k)},
                {p: o for p, o in hv.origins.items() if isinstance(p[0], str) and is_relevant(p[0])},
                {p for p in hv.secrets if isinstance(p[0], str) and is_relevant(p[0])}, dict(hv.notes))
+    render = _Render(hv)
     for m in variables:
         if m.name not in hv.values:
-            _one(hv, m, out)
+            _one(hv, m, out, render)
     found = [_unresolved(hv, name, value, out.origins[(name,)]) for name, value in out.values.items()
              if name == "vllm_instances" and isinstance(value, Unresolved)]
     return dataclasses.replace(hv, values=out.values, origins=out.origins, secrets=frozenset(out.secrets),
