@@ -139,7 +139,8 @@ def test_pyproject_variables_keep_their_lines(tmp_path, monkeypatch, capsys) -> 
 
 
 def test_the_no_pd_hosts_lines_pasted_into_the_config_make_the_hosts_take_part(tmp_path, monkeypatch, capsys) -> None:
-    files = {"hosts.yml": "all:\n  children:\n    prefill_nodes: {hosts: {p1: {}}}\n    decode_nodes: {hosts: {d1: {}}}\n",
+    files = {"hosts.yml": "all:\n  children:\n    prefill_nodes: {hosts: {p1: {}}}\n"
+                          "    decode_nodes: {hosts: {d1: {}}}\n",
              "group_vars/all.yml": "vllm_model: deepseek-ai/DeepSeek-V2-Lite\n"}
     _, found = findings(tmp_path, files, monkeypatch, capsys)
     [warning] = [f for f in found if f["rule"] == "inventory[no-pd-hosts]"]
@@ -193,9 +194,9 @@ def test_rendering(expression: Any, values: dict[str, Any], expected: Any) -> No
 
 def test_origins_notes_and_secrets() -> None:
     kv = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
-    hv = HostVars("p1", {"kv": kv, "tp": 4, "a": 1}, {("kv",): Origin("g.yml", 2, 5), ("kv", "kv_role"): Origin("g.yml", 3, 7),
-                                                      ("tp",): Origin("g.yml", 1, 5), ("a",): Origin("g.yml", 4, 4)},
-                  secrets=frozenset({("tp",)}))
+    origins = {("kv",): Origin("g.yml", 2, 5), ("kv", "kv_role"): Origin("g.yml", 3, 7), ("tp",): Origin("g.yml", 1, 5),
+               ("a",): Origin("g.yml", 4, 4)}
+    hv = HostVars("p1", {"kv": kv, "tp": 4, "a": 1}, origins, secrets=frozenset({("tp",)}))
     out, _ = mapping.apply(hv, [Mapped("vllm_kv_transfer_config", "{{ kv }}", AT),
                                 Mapped("vllm_tensor_parallel_size", "{{ tp }}", AT),
                                 Mapped("vllm_port", "{{ 8000 + a + tp }}", AT)])
@@ -224,7 +225,8 @@ def test_no_mapping_imports_no_ansible() -> None:
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 
-def test_the_play_applies_the_same_mapping(collections: Path, tmp_path: Path, monkeypatch, capsys) -> None:  # noqa: F811
+def test_the_play_applies_the_same_mapping(collections: Path,  # noqa: F811 - the imported fixture
+                                           tmp_path: Path, monkeypatch, capsys) -> None:
     _, cli = findings(tmp_path / "inv", ROLE, monkeypatch, capsys)
     playbook = """\
 - hosts: localhost
@@ -240,7 +242,8 @@ def test_the_play_applies_the_same_mapping(collections: Path, tmp_path: Path, mo
     assert proc.returncode == 0, proc.stdout + proc.stderr
     from_play = json.loads((tmp_path / "play.json").read_text())
     assert shape(from_play) == shape(cli)
-    assert {(f["rule"], f["line"], f["column"]) for f in from_play} == {(f["rule"], f["line"], f["column"]) for f in cli}
+    where = {(f["rule"], Path(f["file"]).name, f["line"], f["column"]) for f in cli}
+    assert {(f["rule"], Path(f["file"]).name, f["line"], f["column"]) for f in from_play} == where
 
 
 @pytest.mark.asyncio

@@ -268,7 +268,8 @@ def run_mapping(block: Block, tmp: Path) -> None:
     assert ("tp-ratio[moriio]", "group_vars/decode.yml", 1) in found, found
     proc = subprocess.run([str(BIN / "pdlint"), "explain", "hosts.yml"], capture_output=True, text=True, check=False,
                           cwd=tmp)
-    assert "vllm_tensor_parallel_size mapped by .pdlint.yaml:5:30 from tp (group_vars/decode.yml:1:5)" in proc.stdout, proc.stdout + proc.stderr
+    said = "vllm_tensor_parallel_size mapped by .pdlint.yaml:5:30 from tp (group_vars/decode.yml:1:5)"
+    assert said in proc.stdout, proc.stdout + proc.stderr
 
 
 def runner(block: Block) -> Callable[[Block, Path], None] | None:

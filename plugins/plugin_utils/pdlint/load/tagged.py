@@ -175,7 +175,8 @@ def _play_host(hostvars: Any, name: str, keep: frozenset[str]) -> HostVars:
                      keep=keep, groups=tuple(str(g) for g in groups) if isinstance(groups, list) else ())
 
 
-def from_play(hostvars: Mapping[str, Any], names: list[str], keep_names: frozenset[str] = frozenset()) -> list[HostVars]:
+def from_play(hostvars: Mapping[str, Any], names: list[str],
+              keep_names: frozenset[str] = frozenset()) -> list[HostVars]:
     """The play's hostvars (templated by Ansible) for these hosts: the action plugin's and filter's loader;
     keep_names: variables kept beside pdlint's (what the config file's `variables:` mapping reads)."""
     return [_play_host(hostvars, name, keep_names) for name in names]
