@@ -84,7 +84,7 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
         from ..reference import loader as reference
 
         rendered = iter(reference.load(sources, allow_lookups=allow_lookups, only=templated, checked=checked,
-                                        keep_names=checked.keep_names))
+                                       keep_names=checked.keep_names))
         final = [hv if hv is not None else next(rendered) for hv in result]
     if notes is not None:
         conflicts = list(role_conflicts(inv, by_name, ancestors, final))
