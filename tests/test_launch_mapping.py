@@ -259,3 +259,19 @@ async def test_the_language_server_applies_the_mapping_and_hover_says_where(clie
     text = await hover_text(client, decode, 0, 0)  # on the role's `tp`
     assert "vllm_tensor_parallel_size mapped by" in text and ".pdlint.yaml:4:30 from tp (" in text
     assert text.rstrip().endswith(": d1")
+
+
+def test_a_vaulted_input_is_unresolved_without_the_password_and_masked_with_it(tmp_path, monkeypatch, capsys) -> None:
+    (tmp_path / "pw").write_text("secret\n")
+    vaulted = subprocess.run([str(Path(sys.executable).parent / "ansible-vault"), "encrypt_string",
+                              "--vault-password-file", str(tmp_path / "pw"), "6", "--name", "tp"],
+                             capture_output=True, text=True, check=True).stdout
+    decode = vaulted.rstrip("\n") + "\n" + ROLE["group_vars/decode.yml"].split("\n", 1)[1]
+    _, found = findings(tmp_path / "inv", {**ROLE, "group_vars/decode.yml": decode}, monkeypatch, capsys)
+    [f] = [f for f in found if f["rule"] == "unresolved"]
+    assert (f["file"], f["line"], f["hosts"]) == (".pdlint.yaml", 4, ["d1"])
+    assert "tp cannot be rendered: vault-encrypted" in f["message"] and "--vault-password-file" in f["hint"]
+    _, found = findings(tmp_path / "inv", {}, monkeypatch, capsys, "--vault-password-file", str(tmp_path / "pw"))
+    [f] = [f for f in found if f["rule"] == "tp-ratio[moriio]"]
+    assert (f["file"], f["line"]) == ("group_vars/decode.yml", 1)
+    assert f["message"] == "decode TP <vaulted> is not a multiple of prefill TP 4 (MoRIIO needs <vaulted>/4 acks)"
