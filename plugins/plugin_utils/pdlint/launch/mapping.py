@@ -43,20 +43,24 @@ def _templates(value: Any) -> Iterator[str]:
 def _parsed(expression: Any) -> frozenset[str]:
     """Every name the expression's templates read, Ansible's magic variables included."""
     import jinja2
-    import jinja2.meta
+    import jinja2.nodes
 
     env = jinja2.Environment()  # noqa: S701 - parsed only, never rendered
     found: set[str] = set()
     for text in _templates(expression):
         try:
-            found |= jinja2.meta.find_undeclared_variables(env.parse(text))
+            tree = env.parse(text)
         except jinja2.TemplateError:
             continue
+        # The names loaded, from the syntax tree: jinja2.meta.find_undeclared_variables compiles the template,
+        # and plain Jinja fails on Ansible's filters and tests (regex_replace) before it names a variable. A name
+        # the template sets itself ({% set %}, a loop's) is kept too: one variable more, never one less.
+        found |= {node.name for node in tree.find_all(jinja2.nodes.Name) if node.ctx == "load"}
     return frozenset(found - _GLOBALS)
 
 
 def names_read(expression: Any) -> frozenset[str]:
-    """The variables an expression reads (jinja2.meta.find_undeclared_variables), Ansible's magic ones aside;
+    """The variables an expression reads (the names its Jinja syntax tree loads), Ansible's magic ones aside;
     a template that does not parse reads none (rendering it reports the error)."""
     return _parsed(expression) - MAGIC
 
