@@ -244,6 +244,34 @@ def run_house(block: Block, tmp: Path) -> None:
     check_house(block.text)
 
 
+# The role the README's `variables:` example describes: its own names, the seed's TP 4 / TP 6 over MoRIIO
+_KV = ('{kv_connector: MoRIIOConnector, kv_role: %s, kv_connector_extra_config: {read_mode: "true", '
+       'http_port: 8000, handshake_port: 6301, notify_port: 61005}}')
+ROLE = {
+    "hosts.yml": "all:\n  vars: {service: chat, model_name: deepseek-ai/DeepSeek-V2-Lite}\n  children:\n"
+                 "    prefill: {hosts: {p1: {}}}\n    decode: {hosts: {d1: {}}}\n",
+    "group_vars/prefill.yml": "tp: 4\nkv: " + _KV % "kv_producer" + "\n",
+    "group_vars/decode.yml": "tp: 6\nkv: " + _KV % "kv_consumer" + "\n",
+}
+
+
+def run_mapping(block: Block, tmp: Path) -> None:
+    """The `variables:` example, as .pdlint.yaml beside the role it describes: the seed's mistake at `tp: 6`."""
+    for name, text in ROLE.items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_text(text)
+    (tmp / ".pdlint.yaml").write_text(block.text)
+    proc = subprocess.run([str(BIN / "pdlint"), "hosts.yml", "--format", "json", "--no-cache"], capture_output=True,
+                          text=True, check=False, cwd=tmp)
+    assert proc.returncode == 1, proc.stderr
+    found = {(f["rule"], f["file"], f["line"]) for f in json.loads(proc.stdout)}
+    assert ("tp-ratio[moriio]", "group_vars/decode.yml", 1) in found, found
+    proc = subprocess.run([str(BIN / "pdlint"), "explain", "hosts.yml"], capture_output=True, text=True, check=False,
+                          cwd=tmp)
+    said = "vllm_tensor_parallel_size mapped by .pdlint.yaml:5:30 from tp (group_vars/decode.yml:1:5)"
+    assert said in proc.stdout, proc.stdout + proc.stderr
+
+
 def runner(block: Block) -> Callable[[Block, Path], None] | None:
     first = block.text.splitlines()[0] if block.text else ""
     if block is BLOCKS[0]:
@@ -264,6 +292,8 @@ def runner(block: Block) -> Callable[[Block, Path], None] | None:
     if block.lang == "yaml":
         if first.startswith("# inventory/"):
             return run_inventory_file
+        if first == "# .pdlint.yaml":
+            return run_mapping
         if first.startswith("# yaml-language-server:"):
             return run_modeline
         doc = yaml.safe_load(block.text)

@@ -25,6 +25,7 @@ from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config.valu
     with_notes,
 )
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.explain import compute, html
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.launch.mapping import keep_names
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import (
     play_notes as notes,
     role_conflicts as roles,
@@ -79,7 +80,8 @@ class ActionModule(ActionBase):
         except ConfigError as exc:
             raise AnsibleActionFail(f"pdlint: {exc}") from None
         started = time.perf_counter()
-        loaded = tagged.from_play(hostvars, hosts)
+        # what the config file's `variables:` mapping reads is kept beside pdlint's names, as the CLI keeps it
+        loaded = tagged.from_play(hostvars, hosts, keep_names(config.variables))
         sources = list(task_vars.get("ansible_inventory_sources") or [])
         # the model facts from the same config.json files the CLI reads, on the controller
         checked = engine.lint(loaded, config, Files.of([str(s) for s in sources]))
@@ -88,7 +90,7 @@ class ActionModule(ActionBase):
         if inventory is not None and loader is not None:  # the play's own inventory: the CLI's role conflicts
             files += roles.from_ansible(inventory, loader, sources, {hv.host: hv.values.get(roles.ROLE)
                                                                      for hv in loaded})
-        found = sorted(with_notes(files, checked.findings, config))
+        found = sorted(with_notes(checked.settled(files), checked.findings, config))
         if args.get("explain_html"):  # the report of exactly what was checked, written even when the task fails
             try:
                 Path(args["explain_html"]).write_text(html.render(compute.explain(checked.topology, found, loaded)),

@@ -29,6 +29,10 @@ class HostVars:
     values: Mapping[str, Any]
     origins: Mapping[Path, Origin] = dataclasses.field(default_factory=dict)
     secrets: frozenset[Path] = frozenset()  # paths of vault-decrypted values: never printed
+    # Ansible's group_names (sorted, `all` aside): the config file's `variables:` mapping reads them
+    groups: tuple[str, ...] = ()
+    # path -> where a value the mapping set came from ("mapped by .pdlint.yaml:3 from tp (group_vars/p.yml:2)")
+    notes: Mapping[Path, str] = dataclasses.field(default_factory=dict)
 
     def origin(self, *path: str | int) -> Origin:
         """Origin of the value at path, else of the nearest enclosing value that has one."""
@@ -57,9 +61,10 @@ class HostVars:
         return value
 
 
-def is_relevant(name: str) -> bool:
-    """Only these variables are read, kept and rendered."""
-    return name.startswith(("vllm_", "pdlint_"))
+def is_relevant(name: str, keep: frozenset[str] = frozenset()) -> bool:
+    """Only these variables are read, kept and rendered: pdlint's, and keep (the names the config file's
+    `variables:` mapping reads, launch/mapping.py reads_names())."""
+    return name.startswith(("vllm_", "pdlint_")) or name in keep
 
 
 def is_template(text: str) -> bool:

@@ -53,7 +53,11 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
     said: list[str] = []  # the loader's informational lines, kept so a cached run repeats them
     limits = guard.Limits(max_file_bytes=args.max_file_size)
     static = not (args.allow_lookups or args.allow_inventory_plugins)
-    reusable = entry is not None and static and args.loader == "fast" and not args.vault_password_file
+    from ..launch.mapping import keep_names
+
+    kept = keep_names(config.variables)  # the names the `variables:` mapping reads: the loaders keep them too
+    # reloading some hosts (incremental) reads pdlint's names only: with a mapping, the whole inventory is loaded
+    reusable = entry is not None and static and args.loader == "fast" and not args.vault_password_file and not kept
     keep = None
     if reusable:
         from ..cache import incremental
@@ -71,7 +75,7 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
     loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
                          allow_plugins=args.allow_inventory_plugins, limits=limits,
                          vault_password_file=args.vault_password_file, notes=notes, note=said.append, memo=memo,
-                         keep=keep)
+                         keep=keep, keep_names=kept)
     for text in said:
         sys.stderr.write(f"pdlint: info: {text}\n")
     if not loaded:
@@ -86,7 +90,8 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         from ..cache import incremental
 
         state = incremental.state(keep, loaded, result.found, result.topology, watched)
-    return runs.Outcome(configuration.with_notes(notes, result.findings, config), result.suppressed, len(loaded),
+    return runs.Outcome(configuration.with_notes(result.settled(notes), result.findings, config), result.suppressed,
+                        len(loaded),
                         len(result.topology.deployments),
                         any("version" not in i.origins for i in result.topology.instances), said, watched, state)
 

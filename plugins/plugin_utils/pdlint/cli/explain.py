@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from ..config import value as configuration
 from ..engine import core as engine
 from ..explain.compute import explain as compute
+from ..explain.compute import mapped_lines
 from ..explain.formats import FORMATS
 from ..explain.model import Explanation
 from ..finding import Finding
@@ -31,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
 def model(args: argparse.Namespace) -> Explanation | int:
     """The explain model of every inventory named, or exit code 2 after saying why there is none."""
     from ..load.model_files import Files
+    from ..launch.mapping import keep_names
     from .inputs import Unusable, load_group, prepare
 
     try:
@@ -41,12 +43,15 @@ def model(args: argparse.Namespace) -> Explanation | int:
     parts = []
     for sources in groups:
         notes: list[Finding] = []
-        loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(report.text(found)))
+        loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(report.text(found)),
+                            keep_names(config.variables))
         if loaded is None:
             return 2
         result = engine.lint(loaded, config, Files.of(sources))
-        parts.append(compute(result.topology, sorted(configuration.with_notes(notes, result.findings, config)), loaded))
-    return Explanation(tuple(d for p in parts for d in p.deployments), tuple(f for p in parts for f in p.findings))
+        found = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
+        parts.append(dataclasses.replace(compute(result.topology, found, loaded), mapped=mapped_lines(result.hosts)))
+    return Explanation(tuple(d for p in parts for d in p.deployments), tuple(f for p in parts for f in p.findings),
+                       tuple(line for p in parts for line in p.mapped))
 
 
 def only(expl: Explanation, names: Sequence[str]) -> Explanation | str:

@@ -76,8 +76,10 @@ def config_from(args: argparse.Namespace) -> Config:
 
 
 def load_group(args: argparse.Namespace, sources: list[str], notes: list[Finding],
-               fail: Callable[[list[Finding]], object]) -> list[HostVars] | None:
-    """One inventory's hosts as pdlint loads them; None after passing fail() the findings that make it unusable."""
+               fail: Callable[[list[Finding]], object],
+               keep_names: frozenset[str] = frozenset()) -> list[HostVars] | None:
+    """One inventory's hosts as pdlint loads them; None after passing fail() the findings that make it unusable.
+    keep_names: what the config file's `variables:` mapping reads (launch/mapping.py keep_names())."""
     from ..load import select
     from ..load.errors import LoadError
 
@@ -85,7 +87,7 @@ def load_group(args: argparse.Namespace, sources: list[str], notes: list[Finding
         loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
                              allow_plugins=args.allow_inventory_plugins,
                              limits=guard.Limits(max_file_bytes=args.max_file_size),
-                             vault_password_file=args.vault_password_file, notes=notes)
+                             vault_password_file=args.vault_password_file, notes=notes, keep_names=keep_names)
     except LoadError as exc:
         fail([exc.finding])
         return None

@@ -5,20 +5,27 @@ from pathlib import Path
 from typing import Any
 
 from ..paths import display, git_root
+from . import variables
 from .value import DEFAULT, Config, ConfigError, parse
 
 NAMES = (".pdlint.yaml", "pyproject.toml")
 
 
 def _pyproject_table(path: Path) -> dict[str, Any] | None:
+    return _pyproject(path)[0]
+
+
+def _pyproject(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """The [tool.pdlint] table and the file's text."""
     import tomllib  # only when a pyproject.toml is found: the hook's cold start matters
 
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{display(path)}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     table = data.get("tool", {}).get("pdlint") if isinstance(data.get("tool"), dict) else None
-    return table
+    return table, text
 
 
 def find(start: Path) -> Path | None:
@@ -43,14 +50,16 @@ def read(path: Path) -> Config:
     """The Config in path, or ConfigError naming the file and the key."""
     shown = display(path)
     if path.name == "pyproject.toml" or path.suffix == ".toml":
-        table = _pyproject_table(path)
+        table, text = _pyproject(path)
         if table is None:
             raise ConfigError(f"{shown}: no [tool.pdlint] table")
-        return parse(table, shown, "tool.pdlint.", str(path.resolve().parent))
+        lines = variables.toml_lines(text) if "variables" in table else None
+        return parse(table, shown, "tool.pdlint.", str(path.resolve().parent), lines)
     import yaml  # only when a .pdlint.yaml is found: a run answered from the cache does not need it otherwise
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
     except OSError as exc:
         raise ConfigError(f"{shown}: cannot read: {exc.strerror}") from None
     except yaml.MarkedYAMLError as exc:
@@ -59,7 +68,8 @@ def read(path: Path) -> Config:
         raise ConfigError(f"{where}: cannot parse: {exc.problem}") from None
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{shown}: cannot parse: {exc}".replace("\n", " ")) from None
-    return parse({} if data is None else data, shown, base=str(path.resolve().parent))
+    lines = variables.yaml_lines(text) if isinstance(data, dict) and "variables" in data else None
+    return parse({} if data is None else data, shown, base=str(path.resolve().parent), lines=lines)
 
 
 def load(start: Path, explicit: str | None = None) -> Config:

@@ -14,8 +14,10 @@ from ..rule_ids import family
 from . import models as model_table
 from .errors import ConfigError
 from .models import ModelEntry
+from .variables import Lines, Mapped
+from .variables import parse as parse_variables
 
-KEYS = ("select", "ignore", "severity", "vllm_version", "strict", "own_variables", "models")
+KEYS = ("select", "ignore", "severity", "vllm_version", "strict", "own_variables", "models", "variables")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +33,8 @@ class Config:
     own_variables: tuple[str, ...] = ()
     # the `models:` table (config/models.py), by lower-cased model name
     models: Mapping[str, ModelEntry] = dataclasses.field(default_factory=dict)
+    # the `variables:` mapping (config/variables.py): contract variable -> expression over a role's own names
+    variables: tuple[Mapped, ...] = ()
 
 
 DEFAULT = Config()
@@ -119,9 +123,10 @@ def _patterns(value: Any, where: str, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def parse(data: Any, source: str, table: str = "", base: str | None = None) -> Config:
+def parse(data: Any, source: str, table: str = "", base: str | None = None, lines: Lines | None = None) -> Config:
     """A Config from the mapping read from source (under table, e.g. `tool.pdlint.`), or ConfigError naming the key;
-    base: the config file's folder, which `models:` paths are relative to."""
+    base: the config file's folder, which `models:` paths are relative to; lines: where each `variables:` entry's
+    value is written (line, column)."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: {table.rstrip('.') or 'config'}: expected a mapping of {', '.join(KEYS)}")
     unknown = [k for k in data if k not in KEYS]
@@ -140,4 +145,6 @@ def parse(data: Any, source: str, table: str = "", base: str | None = None) -> C
         severity=_severity(data.get("severity") or {}, source, f"{table}severity"),
         vllm_version=version, strict=strict, source=source,
         models=model_table.parse(data["models"], source, table, base) if data.get("models") is not None else {},
+        variables=parse_variables(data["variables"], source, f"{table}variables", lines)
+        if data.get("variables") is not None else (),
     )

@@ -9,6 +9,7 @@ from ..config.value import Config
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
 from ..launch import stage as launch
+from ..load import pd_look
 from ..load.model_files import Files
 from ..rules import CHECKS
 from ..schema import check as schema
@@ -60,6 +61,14 @@ class Result:
     found: list[Finding] = dataclasses.field(default_factory=list)  # every finding, before pdlint_skip and config
     # the config.json files the model facts were read from or looked for (absolute): a cached result depends on them
     model_files: tuple[str, ...] = ()
+    hosts: tuple[HostVars, ...] = ()  # as checked: after the launch stage (the `variables:` mapping applied)
+
+    def settled(self, notes: Iterable[Finding]) -> list[Finding]:
+        """The loader's notes, without its "no host takes part" warning once the mapping made hosts take part
+        (the loader judged the hosts before the mapping)."""
+        if not any(pd_look.takes_part(hv) for hv in self.hosts):
+            return list(notes)
+        return [f for f in notes if f.rule != pd_look.RULE]
 
 
 def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars]:
@@ -85,7 +94,7 @@ def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT, file
         found.extend(rule.check(topology))
     found = merge(found)
     kept, suppressed = finish(found, suppress.entries(hosts), redact.secret_texts(hosts), config)
-    return Result(kept, suppressed, topology, found, tuple(models.files))
+    return Result(kept, suppressed, topology, found, tuple(models.files), tuple(hosts))
 
 
 def finish(found: list[Finding], marks: Sequence[suppress.Entry], secrets: set[str],

@@ -14,7 +14,7 @@ VERSION = 1  # of the JSON shape; bump when a key changes meaning
 def as_dict(expl: Explanation) -> dict[str, Any]:
     """Plain values: findings in the CLI's JSON finding contract, each deployment with its port table."""
     return {"version": VERSION, "deployments": [_deployment(d) for d in expl.deployments],
-            "findings": [f.as_dict() for f in expl.findings]}
+            "findings": [f.as_dict() for f in expl.findings], "mapped": list(expl.mapped)}
 
 
 def _deployment(dep: DeploymentView) -> dict[str, Any]:

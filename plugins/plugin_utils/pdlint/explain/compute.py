@@ -196,3 +196,13 @@ def _link(d: int, q: int, sp: vpair.Side, sd: vpair.Side) -> Link:
         return Link(d, q, (), "unknown", False)
     shared = tuple(sorted(set(ranks.rank_heads(q, sp.tp, k)) & set(ranks.rank_heads(d, sd.tp, k))))
     return Link(d, q, shared, "heads", max(sp.tp, sd.tp) > k)
+
+
+def mapped_lines(hosts: Sequence[HostVars]) -> tuple[str, ...]:
+    """Where the config file's `variables:` mapping set each value: "p1: vllm_tensor_parallel_size mapped by
+    .pdlint.yaml:4:30 from tp (group_vars/prefill.yml:1:5)"; hosts with the same notes are listed together."""
+    by_note: dict[str, list[str]] = {}
+    for hv in hosts:
+        for path in sorted(hv.notes, key=lambda p: list(map(str, p))):
+            by_note.setdefault(hv.notes[path], []).append(hv.host)
+    return tuple(f"{', '.join(sorted(on))}: {note}" for note, on in sorted(by_note.items()))

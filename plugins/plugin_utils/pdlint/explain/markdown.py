@@ -73,4 +73,5 @@ def render(expl: Explanation, colour: bool = False) -> str:
     for dep in expl.deployments:
         out += deployment(dep)
     out += [f"- **{f.rule}** ({f.severity}) `{code(f.origin)}`: {cell(f.message)}" for f in expl.findings]
+    out += [f"- mapped: {cell(line)}" for line in expl.mapped]  # the config file's `variables:`
     return "\n".join(out).rstrip("\n") + "\n"

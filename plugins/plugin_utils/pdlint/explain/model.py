@@ -167,6 +167,8 @@ class DeploymentView:
 class Explanation:
     deployments: tuple[DeploymentView, ...]
     findings: tuple[Finding, ...]  # those of no deployment (schema, load notes, ...)
+    # where the config file's `variables:` mapping set a value: "p1: vllm_tensor_parallel_size mapped by ..."
+    mapped: tuple[str, ...] = ()
 
     def all_findings(self) -> list[Finding]:
         """Every attached finding, once: the model drops none."""

@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from ..config.value import Config
 from ..finding import Finding
 from ..hostvars import HostVars
+from . import mapping
 
 
 def prepare(hosts: Sequence[HostVars], config: Config) -> tuple[list[HostVars], list[Finding]]:
     """The hosts as the schema and the topology read them, and what stood in the way."""
-    del config  # the mapping and the command line read it
-    return list(hosts), []
+    # the config file's `variables:` first: a role's own names become the contract's
+    applied = [mapping.apply(hv, config.variables) for hv in hosts]
+    return [hv for hv, _unused in applied], [f for _unused, found in applied for f in found]

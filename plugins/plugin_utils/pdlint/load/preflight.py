@@ -45,6 +45,8 @@ class Preflight:
     by_file: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)  # path as walked -> its findings
     # absolute path -> an editor's unsaved text, read instead of the file by every loader (ansible-core's too)
     overlay: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # names kept beside vllm_*/pdlint_* (hostvars.is_relevant): what the config file's `variables:` mapping reads
+    keep_names: frozenset[str] = frozenset()
 
 
 def read_bounded(path: str, limits: Limits, overlay: Mapping[str, str] | None = None) -> bytes:
@@ -87,7 +89,7 @@ def _scan(path: str, text: str, found: Preflight, limits: Limits, shown: Display
         from .fast import vars_events as events
 
         file = shown(path)
-        scan, values = events.scan_vars(text, path, limits, file)
+        scan, values = events.scan_vars(text, path, limits, file, found.keep_names)
         if values is not None:
             found.values[path] = (file, values)
     if memo is not None and key is not None and scan.syntax_error is None:
@@ -118,20 +120,22 @@ def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Pr
 
 
 def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: bool = False,
-          overlay: Mapping[str, str] | None = None, memo: Any = None) -> Preflight:
+          overlay: Mapping[str, str] | None = None, memo: Any = None,
+          keep_names: frozenset[str] = frozenset()) -> Preflight:
     """Check every file the sources would make Ansible read; raises guard.Refused for unusable ones.
 
     overlay maps absolute paths to text read instead of the file on disk (the fast loader reads checked texts);
-    memo (a filememo.Memo) answers the scan of a file whose content it has seen."""
+    memo (a filememo.Memo) answers the scan of a file whose content it has seen; keep_names: the variables kept
+    beside pdlint's (the fast loader reads them from here)."""
     # The cyclic GC would rescan the growing heap of parser events on every collection (no cycles among them).
     with gc_paused():
-        return _check(sources, limits, allow_dynamic, overlay, memo)
+        return _check(sources, limits, allow_dynamic, overlay, memo, keep_names)
 
 
 def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
-           overlay: Mapping[str, str] | None, memo: Any) -> Preflight:
+           overlay: Mapping[str, str] | None, memo: Any, keep_names: frozenset[str] = frozenset()) -> Preflight:
     limits = limits or Limits()
-    found = Preflight(memo=memo, overlay=dict(overlay or {}))
+    found = Preflight(memo=memo, overlay=dict(overlay or {}), keep_names=keep_names)
     walk = Walk(limits)
     inventory, vars_files = walk_files(sources, limits, walk)
     found.vars_files, found.inventory_files = vars_files, inventory

@@ -24,7 +24,8 @@ def _note(text: str) -> None:
 def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = False, allow_plugins: bool = False,
          limits: guard.Limits | None = None, vault_password_file: str | None = None,
          notes: list[Finding] | None = None, note: Callable[[str], None] = _note,
-         overlay: Mapping[str, str] | None = None, memo: Any = None, keep: Any = None) -> list[HostVars]:
+         overlay: Mapping[str, str] | None = None, memo: Any = None, keep: Any = None,
+         keep_names: frozenset[str] = frozenset()) -> list[HostVars]:
     """The inventory's hosts from the chosen loader; `fast` falls back to `ansible` when it must. Raises LoadError.
 
     File-level warnings (duplicate keys, group names, files left encrypted) are appended to notes. overlay
@@ -32,13 +33,18 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
     fast loader; ansible-core's loader reads the files on disk. memo (a filememo.Memo) answers for the files
     whose content it has seen; it is written back (when it has a place on disk) after a load that succeeds.
     keep (a fast.Kept) receives what loading some hosts again needs, when the fast loader read every host.
+    keep_names: variables every loader keeps beside vllm_*/pdlint_* (what the config file's `variables:` mapping
+    reads); with any, no memo is used, since the memo's variables and recorded calls hold pdlint's names only.
     """
     sources = absolute_sources(sources)
     notes = notes if notes is not None else []
+    if keep_names:
+        memo = None
     if memo is not None:
         memo.begin()
     try:
-        checked = preflight.check(sources, limits, allow_dynamic=allow_plugins, overlay=overlay, memo=memo)
+        checked = preflight.check(sources, limits, allow_dynamic=allow_plugins, overlay=overlay, memo=memo,
+                                  keep_names=keep_names)
     except guard.Refused as exc:
         raise errors.LoadError(exc.finding) from None
     notes.extend(checked.findings)
@@ -59,4 +65,5 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
     from .reference import loader as reference
 
     return reference.load(sources, allow_lookups=allow_lookups, allow_plugins=allow_plugins, limits=limits,
-                          vault_password_file=vault_password_file, notes=notes, checked=checked)
+                          vault_password_file=vault_password_file, notes=notes, checked=checked,
+                          keep_names=keep_names)

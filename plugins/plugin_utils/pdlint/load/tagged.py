@@ -120,18 +120,19 @@ def _item(key: Any, value: Any, path: Path, origins: dict[Path, Origin], render:
     return result
 
 
-def host_vars(host: str, variables: Mapping[str, Any], render: Render | None = None) -> HostVars:
-    """The pdlint-relevant part of one host's variables."""
+def host_vars(host: str, variables: Mapping[str, Any], render: Render | None = None,
+              keep: frozenset[str] = frozenset(), groups: tuple[str, ...] = ()) -> HostVars:
+    """The pdlint-relevant part of one host's variables (keep: names kept beside pdlint's, hostvars.is_relevant)."""
     origins: dict[Path, Origin] = {}
     secrets: set[Path] = set()
     values: dict[str, Any] = {}
     for name, value in variables.items():
-        if isinstance(name, str) and is_relevant(name):
+        if isinstance(name, str) and is_relevant(name, keep):
             values[name] = _item(name, value, (name,), origins, render, secrets)
             found = origin_of(name)  # the key object: where the name is written
             if found is not None:
                 origins[(str(name), KEY)] = found
-    return HostVars(host=host, values=values, origins=origins, secrets=frozenset(secrets))
+    return HostVars(host=host, values=values, origins=origins, secrets=frozenset(secrets), groups=groups)
 
 
 def _reason(exc: BaseException) -> str:
@@ -163,15 +164,19 @@ def _play_value(view: Any, raw: Mapping[str, Any], key: str) -> Any:
         return Unresolved(_reason(exc))
 
 
-def _play_host(hostvars: Any, name: str) -> HostVars:
+def _play_host(hostvars: Any, name: str, keep: frozenset[str]) -> HostVars:
     # Each hostvars[name] / raw_get(name) runs the VariableManager for the host: once per host, not per key.
     view = hostvars[name]
     raw_get = getattr(hostvars, "raw_get", None)
     raw = raw_get(name) if raw_get is not None else {}
     raw = raw if isinstance(raw, Mapping) else {}
-    return host_vars(name, {k: _play_value(view, raw, k) for k in view if isinstance(k, str) and is_relevant(k)})
+    groups = raw.get("group_names")  # the play's magic variable: sorted, `all` aside
+    return host_vars(name, {k: _play_value(view, raw, k) for k in view if isinstance(k, str) and is_relevant(k, keep)},
+                     keep=keep, groups=tuple(str(g) for g in groups) if isinstance(groups, list) else ())
 
 
-def from_play(hostvars: Mapping[str, Any], names: list[str]) -> list[HostVars]:
-    """The play's hostvars (templated by Ansible) for these hosts: the action plugin's and filter's loader."""
-    return [_play_host(hostvars, name) for name in names]
+def from_play(hostvars: Mapping[str, Any], names: list[str],
+              keep_names: frozenset[str] = frozenset()) -> list[HostVars]:
+    """The play's hostvars (templated by Ansible) for these hosts: the action plugin's and filter's loader;
+    keep_names: variables kept beside pdlint's (what the config file's `variables:` mapping reads)."""
+    return [_play_host(hostvars, name, keep_names) for name in names]

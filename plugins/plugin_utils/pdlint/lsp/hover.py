@@ -14,6 +14,7 @@ from ..topology.types import Instance
 # `name:` in YAML (block or flow), `name=` in INI
 _NAME = re.compile(r"(?:^|[\s{,])((?:vllm|pdlint)_\w+)\s*[:=]")
 _SHOWN = 6  # hosts listed per value; the rest are counted
+_KEY = re.compile(r"(?:^|[\s{,])([A-Za-z_]\w*)\s*[:=]")  # any variable's key: a role's own name the mapping reads
 
 
 def name_at(line: str, character: int) -> str | None:
@@ -22,6 +23,31 @@ def name_at(line: str, character: int) -> str | None:
         if match.start(1) <= character <= match.end(1):
             return match.group(1)
     return None
+
+
+def key_at(line: str, character: int) -> str | None:
+    """The variable whose key is under the 0-based character of line (any name: a role's own too)."""
+    for match in _KEY.finditer(line):
+        if match.start(1) <= character <= match.end(1):
+            return match.group(1)
+    return None
+
+
+def mapped(key: str, path: str, hosts: Sequence[HostVars]) -> str | None:
+    """Markdown: the values the config file's `variables:` mapping took from key as this file sets it (hosts as
+    checked, their notes saying "vllm_... mapped by .pdlint.yaml:3 from tp (group_vars/prefill.yml:2)")."""
+    path = os.path.abspath(path)
+    rows: dict[str, list[str]] = {}
+    for hv in hosts:
+        for where, note in hv.notes.items():
+            origin = hv.origins.get(where)
+            if f" from {key} (" in note and origin is not None and _same(origin, path):
+                rows.setdefault(note, []).append(hv.host)
+    if not rows:
+        return None
+    lines = [f"**{key}** is read by the config file's `variables:`:", ""]
+    lines += [f"- {note}: {_names(sorted(on))}" for note, on in sorted(rows.items())]
+    return "\n".join(lines) + "\n"
 
 
 def _same(origin: Origin, path: str) -> bool:

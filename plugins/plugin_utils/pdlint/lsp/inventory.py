@@ -13,6 +13,7 @@ from ..config.value import Config, ConfigError
 from ..engine import core as engine
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
+from ..launch.mapping import keep_names
 from ..load import guard
 from ..load.errors import LoadError, load_error, no_hosts
 from ..load.gc_pause import gc_paused
@@ -50,6 +51,8 @@ class Outcome:
     topology: Topology | None = None
     failed: Finding | None = None  # a load-error: the other files keep their last diagnostics
     model_files: tuple[str, ...] = ()  # the config.json files the model facts came from (or were looked for)
+    # the hosts as checked, when the config file's `variables:` mapping made them (hover says where a value came from)
+    mapped: tuple[HostVars, ...] = ()
 
 
 def _config(source: str) -> Config:
@@ -79,7 +82,7 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
         # the buffers reach ansible-core's loader too (templated hosts, what the fast loader does not cover), so
         # its fallback is no news to the editor
         hosts = select.load([source], notes=notes, note=lambda _: None, overlay=overlay, limits=guard.Limits(),
-                            memo=memo)
+                            memo=memo, keep_names=keep_names(config.variables))
     except LoadError as exc:
         return Outcome(source, failed=exc.finding)
     if not hosts:
@@ -87,5 +90,6 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
     from ..load.model_files import Files
 
     result = engine.lint(hosts, config, Files.of([source]))
-    findings = sorted(configuration.with_notes(notes, result.findings, config))
-    return Outcome(source, tuple(findings), tuple(hosts), result.topology, model_files=result.model_files)
+    findings = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
+    return Outcome(source, tuple(findings), tuple(hosts), result.topology, model_files=result.model_files,
+                   mapped=result.hosts if config.variables else ())

@@ -164,10 +164,13 @@ async def on_hover(ls: Server, params: t.HoverParams) -> t.Hover | None:
     tp = pairs.tp_at(line, params.position.character)
     # On a TP value too: the top-level key's values per host (an instance item's are the instance's, not the host's)
     name = hover.name_at(line, params.position.character) or (tp if tp and tp.startswith("vllm_") else None)
-    if outcome is None or (name is None and tp is None):
+    key = hover.key_at(line, params.position.character) if outcome is not None and outcome.mapped else None
+    if outcome is None or (name is None and tp is None and key is None):
         return None
     path = path_of(params.text_document.uri)
     parts = [hover.describe(name, path, outcome.hosts) if name is not None else None]
+    if key is not None:  # a role's own name the `variables:` mapping read: which contract value it became
+        parts.append(hover.mapped(key, path, outcome.mapped))
     if name in ("vllm_model", "vllm_revision") and outcome.topology is not None:
         parts.append(hover.model_facts(outcome.topology.instances, hover.seeing(outcome.hosts, path)))
     if tp is not None:  # off the event loop: all.yml of 1,000 hosts explains every deployment (about 0.6 s)

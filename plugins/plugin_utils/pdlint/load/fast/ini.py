@@ -128,7 +128,7 @@ def _add_pending(inv: Inventory, group: str, pending: dict[str, dict[str, Any]])
 def _set(inv: Inventory, entity: str, name: str, text: str, origin: Origin) -> None:
     if name == "ansible_group_priority":
         inv.set_variable(entity, name, (None, {}), value(text, origin)[0])
-    elif is_relevant(name):
+    elif is_relevant(name, inv.keep):
         inv.set_variable(entity, name, value(text, origin))
 
 

@@ -32,7 +32,8 @@ class Host:
 class Inventory:
     """Groups and hosts with their inventory-file variables (only pdlint's, plus group priorities)."""
 
-    def __init__(self, safe_group_names: bool = False) -> None:
+    def __init__(self, safe_group_names: bool = False, keep: frozenset[str] = frozenset()) -> None:
+        self.keep = keep  # names kept beside pdlint's (hostvars.is_relevant): what the config's mapping reads
         self.groups: dict[str, Group] = {}
         self.hosts: dict[str, Host] = {}
         self.safe_group_names = safe_group_names  # force_valid_group_names: always / silently
@@ -89,7 +90,7 @@ class Inventory:
             target = group.vars
         else:
             target = self.hosts[entity].vars
-        if isinstance(name, str) and is_relevant(name):
+        if isinstance(name, str) and is_relevant(name, self.keep):
             target[name] = value
 
     def ancestors(self, name: str) -> set[str]:

@@ -66,7 +66,7 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
     if checked.encrypted:
         raise Unsupported("vault-encrypted files")
     files = Files(paths_only(sources), checked)
-    inv = Inventory(safe_group_names=settings.safe_group_names)
+    inv = Inventory(safe_group_names=settings.safe_group_names, keep=checked.keep_names)
     for source in sources:
         add_source(inv, source, files)
     inv.reconcile()
@@ -83,7 +83,8 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
     if templated:
         from ..reference import loader as reference
 
-        rendered = iter(reference.load(sources, allow_lookups=allow_lookups, only=templated, checked=checked))
+        rendered = iter(reference.load(sources, allow_lookups=allow_lookups, only=templated, checked=checked,
+                                       keep_names=checked.keep_names))
         final = [hv if hv is not None else next(rendered) for hv in result]
     if notes is not None:
         conflicts = list(role_conflicts(inv, by_name, ancestors, final))

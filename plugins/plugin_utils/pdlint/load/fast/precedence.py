@@ -63,7 +63,8 @@ class _Resolved:
             self.origins.update(full)
 
 
-def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefixed) -> HostVars | None:
+def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefixed,
+               groups: tuple[str, ...] = ()) -> HostVars | None:
     """The group-level values overridden by the host's own; None when a value is a template (Ansible renders it)."""
     if base.templated - own.keys():
         return None
@@ -78,7 +79,7 @@ def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefi
             return None
         values[key] = var[0]
         origins.update(full)
-    return HostVars(host=name, values=values, origins=origins)
+    return HostVars(host=name, values=values, origins=origins, groups=groups)
 
 
 def _member(host: Host, ancestors: dict[str, set[str]]) -> set[str]:
@@ -109,7 +110,8 @@ def resolve(inv: Inventory, names: Sequence[str], by_name: VarsFiles, ancestors:
             by_groups[groups] = _Resolved(data, prefixed)
         own = dict(host.vars)
         own.update(by_name.of("host_vars", [name]))
-        result.append(_host_vars(name, by_groups[groups], own, prefixed))
+        # Ansible's group_names: sorted, `all` aside (_member leaves it out already)
+        result.append(_host_vars(name, by_groups[groups], own, prefixed, tuple(sorted(groups))))
     prefixed.done()
     return result
 

@@ -19,6 +19,7 @@ class Recorder:
 
     def __init__(self, inv: Inventory) -> None:
         self.inv = inv
+        self.keep = inv.keep  # the parsers ask which names to keep (hostvars.is_relevant)
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
 
     def add_group(self, *args: Any) -> str:

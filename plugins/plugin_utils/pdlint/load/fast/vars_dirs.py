@@ -51,6 +51,7 @@ class VarsFiles:
     def __init__(self, sources: Sequence[str], files: Files) -> None:
         self.dirs = [os.path.realpath(source_dir(s)) for s in sources]
         self.files = files
+        self.keep = files.checked.keep_names  # names kept beside pdlint's (hostvars.is_relevant)
         self.cache: dict[tuple[str, str], dict[str, Var]] = {}
         self.listings: dict[str, frozenset[str] | None] = {}
         self._shown = DisplayPaths()  # display_path of a normalized absolute path
@@ -95,9 +96,10 @@ class VarsFiles:
         text, nodes = self.files.get(path)
         is_json, data = parse_json(text)
         if is_json and isinstance(data, dict):
-            return {k: from_json(v, shown) for k, v in data.items() if isinstance(k, str) and is_relevant(k)}
+            return {k: from_json(v, shown) for k, v in data.items()
+                    if isinstance(k, str) and is_relevant(k, self.keep)}
         if not is_json and len(nodes) == 1 and isinstance(nodes[0], yaml.MappingNode):
-            return self._mapping(nodes[0], shown)
+            return self._mapping(nodes[0], shown, self.keep)
         error = compose.vars_file_error(path, text, nodes)
         if error is not None:
             raise errors.LoadError(error)
@@ -111,10 +113,10 @@ class VarsFiles:
         raise Unsupported(f"{path}: vars file is not a mapping")
 
     @staticmethod
-    def _mapping(node: Any, shown: str) -> dict[str, Var]:
+    def _mapping(node: Any, shown: str, keep: frozenset[str] = frozenset()) -> dict[str, Var]:
         result: dict[str, Var] = {}
         for key, key_node, value_node in keyed_items(node):
-            if isinstance(key, str) and is_relevant(key):
+            if isinstance(key, str) and is_relevant(key, keep):
                 result[key] = from_node(value_node, shown, key_node)
             else:
                 check_tags(value_node)

@@ -94,10 +94,11 @@ class _Values:
     """Fed the guard's events; `variables()` then holds what fast.VarsFiles._read would return, or None."""
 
     __slots__ = ("file", "result", "stack", "scopes", "root", "done", "documents", "top", "firsts", "anchors", "open",
-                 "work")
+                 "work", "keep")
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, keep: frozenset[str] = frozenset()) -> None:
         self.file = file
+        self.keep = keep  # names kept beside pdlint's (hostvars.is_relevant)
         self.result: dict[str, Var] | None = {}
         self.stack: list[_Frame] = []
         self.scopes: list[_Scope] = []  # the current top-level value's, then each enclosing anchored node's
@@ -174,7 +175,7 @@ class _Values:
             if value is UNBUILT:
                 raise GiveUp
             first = self.firsts.setdefault(value, mark)
-            self.top = (value, first, type(value) is str and is_relevant(value))
+            self.top = (value, first, type(value) is str and is_relevant(value, self.keep))
             self.scopes.append(_Scope())
             return
         if value is UNBUILT:
@@ -343,9 +344,10 @@ class _Values:
             raise GiveUp
 
 
-def scan_vars(text: str, path: str, limits: guard.Limits, shown: str) -> tuple[guard.Scan, dict[str, Var] | None]:
+def scan_vars(text: str, path: str, limits: guard.Limits, shown: str,
+              keep: frozenset[str] = frozenset()) -> tuple[guard.Scan, dict[str, Var] | None]:
     """guard.scan_yaml of a vars file (Refused alike), and the variables fast.VarsFiles would read from it
     with `shown` as their origins' file, or None where this pass does not model the file."""
-    values = _Values(shown)
+    values = _Values(shown, keep)
     scan = guard.scan_yaml(text, path, limits, values)
     return scan, values.variables() if scan.syntax_error is None else None

@@ -135,7 +135,7 @@ def parse(inv: Inventory, doc: Any, file: str, is_json: bool) -> None:
 def _set(inv: Inventory, a: Any, entity: str, name: Any, node: Any) -> None:
     if name == "ansible_group_priority":
         inv.set_variable(entity, name, (None, {}), a.raw(node))
-    elif isinstance(name, str) and is_relevant(name):
+    elif isinstance(name, str) and is_relevant(name, inv.keep):
         inv.set_variable(entity, name, a.var(node))
     else:
         a.skip(node)

@@ -127,11 +127,12 @@ def _check_vars_file(real: str, vars_files: dict[str, str]) -> None:
 def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: bool = False,
          limits: guard.Limits | None = None, vault_password_file: str | None = None,
          notes: list[Finding] | None = None, only: Collection[str] | None = None,
-         checked: preflight.Preflight | None = None) -> list[HostVars]:
+         checked: preflight.Preflight | None = None, keep_names: frozenset[str] = frozenset()) -> list[HostVars]:
     """Every host of the inventory (or only these) with its pdlint variables. Raises LoadError.
 
     Warnings found on the way (duplicate keys, files left encrypted, group names) are appended to notes;
     `checked` is the preflight a caller already ran over the same sources (its notes already taken).
+    keep_names: variables kept beside vllm_*/pdlint_* (what the config file's `variables:` mapping reads).
     """
     # Absolute paths: ansible-core caches some path lookups across calls in one process.
     sources = absolute_sources(sources)
@@ -183,7 +184,10 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
                     continue
                 host_variables = variables.get_vars(host=host, include_hostvars=False)
                 render = _renderer(loader, host_variables, allow_lookups)
-                result.append(_sealed(tagged.host_vars(host.name, host_variables, render), encrypted))
+                hv = tagged.host_vars(host.name, host_variables, render, keep_names)
+                # group_names as VariableManager sets it for a play (get_vars without a play leaves it out)
+                names = tuple(sorted(g.name for g in host.get_groups() if g.name != "all"))
+                result.append(_sealed(dataclasses.replace(hv, groups=names), encrypted))
             if only is None:
                 notes.extend(pd_look.silent_pass(result, [g.name for g in inventory.groups.values()],
                                                  checked.texts, list(sources)))
@@ -201,3 +205,11 @@ def _sealed(hv: HostVars, encrypted: set[str]) -> HostVars:
     """Values read from a vault-encrypted file are secrets too."""
     paths = {path for path, origin in hv.origins.items() if origin.file in encrypted}
     return hv if not paths else dataclasses.replace(hv, secrets=hv.secrets | paths)
+
+
+def renderer(variables: Mapping[str, Any], allow_lookups: bool = False) -> tagged.Render:
+    """Render over plain variables as a host's templates are rendered (ansible-core's templar, its sandbox, lookups
+    refused): the config file's `variables:` mapping (launch/mapping.py). Imports ansible-core."""
+    from ansible.parsing.dataloader import DataLoader
+
+    return _renderer(DataLoader(), dict(variables), allow_lookups)
