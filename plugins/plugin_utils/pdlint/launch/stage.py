@@ -8,14 +8,38 @@ flag's own line and column inside a command line), so no rule knows how a value 
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 
 from ..config.value import Config
 from ..finding import Finding
 from ..hostvars import HostVars
+from . import command
+from .positions import Texts
 
 
-def prepare(hosts: Sequence[HostVars], config: Config) -> tuple[list[HostVars], list[Finding]]:
-    """The hosts as the schema and the topology read them, and what stood in the way."""
-    del config  # the mapping and the command line read it
-    return list(hosts), []
+@dataclasses.dataclass(frozen=True)
+class Launched:
+    """The hosts as the schema and the topology read them, what stood in the way, and the files read for them."""
+
+    hosts: list[HostVars]
+    findings: list[Finding]
+    files: tuple[str, ...] = ()  # absolute: the --config FILEs of command lines
+
+
+def prepare(hosts: Sequence[HostVars], config: Config, overlay: Mapping[str, str] | None = None) -> Launched:
+    """Each host's variables in the contract's form.
+
+    overlay ({absolute path: text}, an editor's unsaved buffers) is where a command line's words are looked up
+    before the files on disk."""
+    del config  # the variables: mapping reads it
+    texts = Texts(overlay)
+    out: list[HostVars] = []
+    found: list[Finding] = []
+    files: set[str] = set()
+    for hv in hosts:
+        hv, more, read = command.apply(hv, texts)
+        out.append(hv)
+        found.extend(more)
+        files |= read
+    return Launched(out, found, tuple(sorted(files)))

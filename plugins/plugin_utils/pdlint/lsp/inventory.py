@@ -86,6 +86,6 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
         return Outcome(source, failed=no_hosts([source]))
     from ..load.model_files import Files
 
-    result = engine.lint(hosts, config, Files.of([source]))
+    result = engine.lint(hosts, config, Files.of([source]), overlay)
     findings = sorted(configuration.with_notes(notes, result.findings, config))
-    return Outcome(source, tuple(findings), tuple(hosts), result.topology, model_files=result.model_files)
+    return Outcome(source, tuple(findings), result.hosts, result.topology, model_files=result.model_files)
