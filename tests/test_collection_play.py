@@ -86,7 +86,14 @@ def test_role_on_the_dynamo_examples(collections: Path, tmp_path: Path, example:
         assert rule in proc.stdout and "hosts.yml:34" in proc.stdout
 
 
-@pytest.mark.parametrize("inventory", ["examples/inventory", "examples/ini/hosts.ini",
+def test_role_finds_the_seed_mistake_inside_a_command_line(collections: Path, tmp_path: Path) -> None:
+    """examples/role keeps decode's TP in vllm_args: the play points at the flag's line and column, as the CLI."""
+    proc = play(collections, VALIDATE, str(ROOT / "examples" / "role"), tmp_path)
+    assert proc.returncode == 2, proc.stdout
+    assert "tp-ratio[moriio]" in proc.stdout and "decode.yml:7:5" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("inventory", ["examples/inventory", "examples/ini/hosts.ini", "examples/role",
                                        "examples/dynamo/hosts.yml", "examples/dynamo-hma/hosts.yml",
                                        "tests/fixtures/schema/bad", "tests/fixtures/schema/good",
                                        "tests/hostile/cases/vault-value/hosts.yml",

@@ -31,10 +31,12 @@ SHAPE_IDS = {"gpu[unused]", "parallel[dp-local]", "parallel[dp-rank]", "parallel
              "multinode[nodes]", "multinode[shape]", "multinode[dp-ranks]"}
 # Issue 23 item 11: VLLM_KV_CACHE_LAYOUT set differently on the two sides.
 LAYOUT_IDS = {"pd-mismatch[kv-cache-layout]"}
+# Issue 24 items 1 and 3: a command line in vllm_args that its release refuses, or that contradicts a variable.
+LAUNCH_IDS = {"vllm-args[invalid]", "vllm-args[conflict]"}
 
 
 def test_registry_has_every_design_rule() -> None:
-    assert set(REGISTRY) == DESIGN_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS | LAYOUT_IDS | VALUE_IDS | {"inventory[no-pd-hosts]"}
+    assert set(REGISTRY) == DESIGN_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS | LAYOUT_IDS | VALUE_IDS | LAUNCH_IDS | {"inventory[no-pd-hosts]"}
 
 
 def test_check_functions_are_distinct() -> None:

@@ -175,6 +175,16 @@ VARIABLES: tuple[Var, ...] = (
     Var("kv_cache_dtype", {"type": "string", "minLength": 1}, "--kv-cache-dtype.", "auto"),
     Var("disable_hybrid_kv_cache_manager", {"type": ["boolean", "null"]}, "--disable-hybrid-kv-cache-manager (NIXL hashes it).", None),
     Var("kv_transfer_config", {"anyOf": [KV_TRANSFER_CONFIG, {"type": "string"}]}, "--kv-transfer-config, as a mapping or its JSON string."),
+    Var("launcher", {"enum": ["vllm", "dynamo"]},
+        "What starts the engine: vllm (`vllm serve`) or dynamo (`python -m dynamo.vllm`, which turns the hybrid KV "
+        "cache manager off for a PdConnector whose children lack it); `python -m dynamo.vllm` in vllm_args sets it.",
+        "vllm"),
+    Var("args", {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": ["string", "integer", "number", "boolean"]}},
+                           {"type": "null"}]},
+        "The command line after `vllm serve` (or `vllm serve ...`, `python -m vllm.entrypoints.openai.api_server ...`), "
+        "as one string split as a shell splits it or a list of words; read as the host's release parses it, each "
+        "argument it sets standing for its vllm_<name> variable, at the flag's line and column.",
+        expect="a command line: a string or a list of strings"),
     Var("env", {"type": "object", "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}}, "Environment of the vLLM process."),
     Var("model_num_attention_heads", int_schema(1, MAX_SIZE), "Model fact H; default from pdlint's model table."),
     Var("model_num_kv_heads", int_schema(1, MAX_SIZE), "Model fact K (num_key_value_heads); default from pdlint's model table."),

@@ -22,6 +22,7 @@ IDS = frozenset((
     "skip[unknown]", "skip[unused]", "tp-ratio[mooncake]", "tp-ratio[moriio-write]", "tp-ratio[moriio]",
     "tp-ratio[nixl]", "tp-ratio[p2p-nccl]", "tp[heads]", "tp[kv-heads]", "unresolved", "vllm-version[pre-release]",
     "vllm-version[unknown]",
+    "vllm-args[conflict]", "vllm-args[invalid]",
     "yaml[key-duplicates]",
 ))
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ..config import value as configuration
 from ..config.value import Config
@@ -59,7 +59,8 @@ class Result:
     suppressed: list[Finding]
     topology: Topology
     found: list[Finding] = dataclasses.field(default_factory=list)  # every finding, before pdlint_skip and config
-    # the config.json files the model facts were read from or looked for (absolute): a cached result depends on them
+    # the config.json files the model facts were read from or looked for, and the --config FILEs of command lines
+    # (absolute): a cached result depends on them
     model_files: tuple[str, ...] = ()
     hosts: tuple[HostVars, ...] = ()  # as checked: after the launch stage (the `variables:` mapping applied)
 
@@ -81,20 +82,23 @@ def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars
         origins={**hv.origins, ("vllm_version",): origin}) for hv in hosts]
 
 
-def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT, files: Files | None = None) -> Result:
+def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT, files: Files | None = None,
+         overlay: Mapping[str, str] | None = None) -> Result:
     """Every finding for these hosts under config: pdlint_skip splits them, select/ignore/severity apply to both.
 
     Model facts come from the inventory, config's `models:` table, config.json files where files says to look
-    (None: nowhere; the CLI, the play and the language server pass Files.of(sources)), then pdlint's table."""
-    hosts, launched = launch.prepare(_default_version(hosts, config), config)
+    (None: nowhere; the CLI, the play and the language server pass Files.of(sources)), then pdlint's table.
+    overlay ({absolute path: text}, the editor's unsaved buffers) is read for the files the hosts were loaded from."""
+    launched = launch.prepare(_default_version(hosts, config), config, overlay)
+    hosts = launched.hosts
     models = Lookup(config, files)
     topology, problems = build(hosts, models)
-    found = launched + _schema(hosts, config.own_variables) + problems + models.problems
+    found = launched.findings + _schema(hosts, config.own_variables) + problems + models.problems
     for rule in CHECKS:
         found.extend(rule.check(topology))
     found = merge(found)
     kept, suppressed = finish(found, suppress.entries(hosts), redact.secret_texts(hosts), config)
-    return Result(kept, suppressed, topology, found, tuple(models.files), tuple(hosts))
+    return Result(kept, suppressed, topology, found, (*models.files, *launched.files), tuple(hosts))
 
 
 def finish(found: list[Finding], marks: Sequence[suppress.Entry], secrets: set[str],

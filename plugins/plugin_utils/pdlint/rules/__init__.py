@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import (
+    command_line,
     connector,
     deployment,
     env,
@@ -24,6 +25,7 @@ from .base import Rule
 # Stage rules (reported by the loader, builder, schema and suppression) run outside the rule loop.
 STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved, stages.key_duplicates,
                             stages.group_name, stages.unmatched_vars, stages.no_pd_hosts, stages.role_conflict,
+                            command_line.invalid, command_line.conflict,
                             skip.unused, skip.unknown)
 
 CHECKS: tuple[Rule, ...] = (

@@ -18,7 +18,7 @@ _FIELDS = {  # contract name -> Instance attribute
     "data_parallel_size_local": "dp_local", "data_parallel_start_rank": "dp_start",
     "nnodes": "nnodes", "node_rank": "node_rank", "instance_id": "instance_id", "node": "node",
     "port": "port", "block_size": "block_size", "dtype": "dtype", "kv_cache_dtype": "kv_cache_dtype",
-    "disable_hybrid_kv_cache_manager": "disable_hma", "host_gpu_count": "gpu_count",
+    "disable_hybrid_kv_cache_manager": "disable_hma", "host_gpu_count": "gpu_count", "launcher": "launcher",
 }
 _FACTS = {
     "model_num_attention_heads": "heads", "model_num_kv_heads": "kv_heads", "model_is_mla": "mla",
@@ -73,8 +73,8 @@ def _unresolved(src: _Source, name: str, why: str, origin: Origin | None) -> Fin
 
 
 # The contract variables _instance reads one by one (with their inventory names); kv_transfer_config and env
-# have readers of their own.
-_READ = tuple((v.name, host_var(v.name)) for v in VARIABLES if v.name not in ("kv_transfer_config", "env"))
+# have readers of their own, and args is read by the launch stage (launch/command.py) into the others.
+_READ = tuple((v.name, host_var(v.name)) for v in VARIABLES if v.name not in ("kv_transfer_config", "env", "args"))
 _NAME_OF = {key: name for name, key in _READ}
 
 

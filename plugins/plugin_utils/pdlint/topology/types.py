@@ -50,6 +50,7 @@ class Instance:
     dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     disable_hma: bool | None = None
+    launcher: str = "vllm"  # vllm (vllm serve) or dynamo (python -m dynamo.vllm)
     connector: str | None = None
     kv_role: str | None = None
     kv_port: int | None = None

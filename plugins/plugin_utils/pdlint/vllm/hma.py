@@ -41,11 +41,20 @@ def enabled(inst: Instance) -> bool:
     mode = HMA_DEFAULT.at(release)
     if mode == "absent" or inst.connector and mode == "forced-off":
         return False
+    if dynamo_turns_off(inst):
+        return False
     if inst.disable_hma is not None:
         return not inst.disable_hma
     if not inst.connector:
         return True
     return mode == "by-connector" and bool(composite.supports_hma(inst))
+
+
+def dynamo_turns_off(inst: Instance) -> bool:
+    """Dynamo's launcher turns HMA off for a PdConnector whose children do not all support it, after vLLM resolved
+    it and before the connector is built (vllm/dynamo_launcher.py: kv_connector_protocols.py
+    disable_hybrid_kv_cache_manager_for_incompatible_pd_connector, MultiConnector.all_children_support_hma)."""
+    return inst.launcher == "dynamo" and inst.connector == "PdConnector" and composite.children_hma(inst) is False
 
 
 @per_instance
@@ -59,7 +68,7 @@ def known(inst: Instance) -> bool:
 def rejected(inst: Instance) -> bool:
     """HMA explicitly on with a connector that lacks SupportsHMA: factory.py create_connector's ValueError."""
     release = registry_release(inst)
-    if inst.connector is None or HMA_DEFAULT.at(release) not in ("off-unless-set", "by-connector") \
+    if inst.connector is None or dynamo_turns_off(inst) or HMA_DEFAULT.at(release) not in ("off-unless-set", "by-connector") \
             or inst.disable_hma is not False:
         return False
     if external.loaded_from_module(inst.connector, inst.module_path, release):
@@ -96,6 +105,8 @@ def failure(inst: Instance) -> str | None:
 
 
 def _off_because(inst: Instance) -> str:
+    if dynamo_turns_off(inst):
+        return "Dynamo's launcher turns it off for a PdConnector whose children lack it"
     if inst.disable_hma:
         return "vllm_disable_hybrid_kv_cache_manager is true"
     mode = HMA_DEFAULT.at(registry_release(inst))

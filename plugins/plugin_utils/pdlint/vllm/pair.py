@@ -46,6 +46,8 @@ class Side:
         release = registry.release(inst)
         view = composite.effective(inst)
         disable = inst.disable_hma if inst.disable_hma is not None or view is inst else not hma.enabled(inst)
+        if hma.dynamo_turns_off(inst):
+            disable = True  # Dynamo sets scheduler_config.disable_hybrid_kv_cache_manager itself
         return cls(
             role=inst.role, release=release, connector=registry.canonical(view.connector),
             tp=inst.tp, pp=inst.pp, dp=inst.dp, block_size=inst.block_size, heads=inst.facts.heads,

@@ -1,0 +1,191 @@
+"""`vllm_args`: a command line kept in the inventory, read as the host's release reads `vllm serve`'s, into the
+contract's variables.
+
+A host's `vllm_args` (an item's `args` in vllm_instances) sets `vllm_<dest>` (the item's `<dest>`) for every
+argument it gives, each value's origin the flag's own line and column; the positional model sets vllm_model.
+A variable the host sets itself keeps its value: when the command line gives the same argument another value,
+which one vLLM gets depends on the role's template, and that is an error naming both places.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any
+
+from ..finding import Finding, Origin
+from ..hostvars import KEY, HostVars, Path, Unresolved
+from ..paths import display_path
+from ..vllm import cmdline, dynamo_launcher, releases
+from ..yaml_text import yaml_text
+from . import dynamo
+from .positions import Texts, locate
+
+ARGS = "vllm_args"
+
+
+def release_of(hv: HostVars) -> releases.Release:
+    """The release whose parser reads the host's command line: its vllm_version, else the newest."""
+    version = hv.values.get("vllm_version")
+    resolved = releases.resolve(version).release if isinstance(version, str) else None
+    return resolved or releases.DEFAULT
+
+
+@dataclasses.dataclass
+class _Host:
+    """The host's values being rewritten: copies of its mappings, and what it found."""
+
+    hv: HostVars
+    texts: Texts
+    values: dict[str, Any]
+    origins: dict[Path, Origin]
+    secrets: set[Path]
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    files: set[str] = dataclasses.field(default_factory=set)  # --config FILEs read (absolute)
+
+    def finding(self, origin: Origin, rule: str, message: str, hint: str | None = None,
+                severity: str = "error") -> None:
+        self.findings.append(Finding(origin, rule, severity, message, hint, (self.hv.host,)))
+
+
+def apply(hv: HostVars, texts: Texts) -> tuple[HostVars, list[Finding], set[str]]:
+    """hv with what its command lines set in the contract's names, the findings on them, and the files a
+    `--config FILE` made it read (a cached result depends on them)."""
+    items = hv.values.get("vllm_instances")
+    has_items = isinstance(items, list) and any(isinstance(i, Mapping) and "args" in i for i in items)
+    if ARGS not in hv.values and not has_items:
+        return hv, [], set()
+    host = _Host(hv, texts, dict(hv.values), dict(hv.origins), set(hv.secrets))
+    release = release_of(hv)
+    if ARGS in hv.values:
+        _read(host, (ARGS,), release, host.values, (), lambda dest: "vllm_" + dest)
+    if has_items and isinstance(items, list):
+        copied = [dict(i) if isinstance(i, Mapping) else i for i in items]
+        host.values["vllm_instances"] = copied
+        for index, item in enumerate(copied):
+            if isinstance(item, dict) and "args" in item:
+                _read(host, ("vllm_instances", index, "args"), release, item, ("vllm_instances", index), str)
+    changed = dataclasses.replace(hv, values=host.values, origins=host.origins, secrets=frozenset(host.secrets))
+    return changed, host.findings, host.files
+
+
+def _read(host: _Host, path: Path, release: releases.Release, target: MutableMapping[str, Any], prefix: Path,
+          key_of: Callable[[str], str]) -> None:
+    """Parse the command line at path and set what it gives in target (whose values sit at prefix)."""
+    value = host.hv.get(*path)
+    shown = ".".join(str(p) for p in path)
+    if isinstance(value, Unresolved):
+        host.finding(host.hv.origin(*path), "unresolved", f"{shown} cannot be rendered statically ({value.reason}); "
+                     "rules that need the arguments it sets are skipped",
+                     "set a literal value, or define the variables the template uses in the inventory", "warning")
+        return
+    if value is None or not isinstance(value, (str, list)):
+        return  # null leaves it unset; another type is the schema's error
+    try:
+        tokens = cmdline.argv(value)
+    except cmdline.SplitError as exc:
+        host.finding(host.hv.origin(*path), "vllm-args[invalid]",
+                     f"{shown}: {exc.message}: a shell would not run this command line",
+                     "close the quote, or drop the trailing backslash")
+        return
+    where = _origins(host, path, tokens)
+    launch = dynamo.read(tokens)
+    parsed = cmdline.parse(launch.rest if launch else tokens, release, base_dir=_base_dir(host.hv.origin(*path)))
+    for problem in parsed.problems:
+        origin = where.get(problem.token, host.hv.origin(*path)) if problem.token else host.hv.origin(*path)
+        if launch and dynamo.unmodelled(problem):
+            host.finding(origin, "unresolved", f"{shown}: {problem.message.split(': ', 1)[-1]} is neither vLLM "
+                         f"{release}'s nor one of Dynamo's flags pdlint knows: not modelled",
+                         f"pdlint reads Dynamo's launcher as {dynamo_launcher.SOURCE} define it", "warning")
+            continue
+        host.finding(origin, "vllm-args[invalid]", f"{shown}: {problem.message} (vLLM {release} refuses to start)",
+                     problem.hint or None)
+    secret = any(p[:len(path)] == path for p in host.secrets)
+    for dest, given in parsed.values.items():
+        _set(host, parsed, where, dest, given, target, prefix, key_of(dest), secret, path)
+    if launch:
+        _dynamo(host, launch, where, target, prefix, key_of, path)
+
+
+def _dynamo(host: _Host, launch: dynamo.Launch, where: Mapping[cmdline.Token, Origin],
+            target: MutableMapping[str, Any], prefix: Path, key_of: Callable[[str], str], path: Path) -> None:
+    """What Dynamo's launcher adds: vllm_launcher, the side its flags name, its refusal of a prefill without KV."""
+    said = {("launcher",): ("dynamo", launch.module)}
+    side = dynamo.side(launch)
+    if side is not None:
+        said[("pd_role",)] = side
+    for (name,), (value, token) in said.items():
+        parsed = cmdline.Parsed({name: value}, {(name,): token}, {}, (), "dynamo")
+        _set(host, parsed, where, name, value, target, prefix, key_of(name), False, path)
+    role = target.get(key_of("pd_role"))
+    if role == "prefill" and target.get(key_of("kv_transfer_config")) is None:
+        host.finding(where.get(side[1] if side else launch.module, host.hv.origin(*path)), "vllm-args[invalid]",
+                     f"{'.'.join(map(str, path))}: Dynamo's launcher refuses a prefill worker without "
+                     "--kv-transfer-config (ValueError in args.py update_dynamo_config_with_engine)",
+                     "add --kv-transfer-config '{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_both\"}'")
+
+
+def _set(host: _Host, parsed: cmdline.Parsed, where: Mapping[cmdline.Token, Origin], dest: str, given: Any,
+         target: MutableMapping[str, Any], prefix: Path, key: str, secret: bool, path: Path) -> None:
+    flag = parsed.flags.get((dest,)) or parsed.value_tokens.get((dest,))
+    origin = where.get(flag, host.hv.origin(*path)) if flag else host.hv.origin(*path)
+    if key in target:
+        own = target[key]
+        if not isinstance(own, Unresolved) and not _same(own, given):
+            own_origin = host.hv.origin(*prefix, key)
+            spelled = flag.text if flag else dest
+            host.finding(origin, "vllm-args[conflict]",
+                         f"{key} is {yaml_text(own)} ({own_origin}), but {'.'.join(map(str, path))} gives {spelled} "
+                         f"{yaml_text(given)}: which one vLLM gets depends on the role's template",
+                         f"set {dest} in one place: the variable or the command line")
+        return
+    target[key] = given
+    host.origins[(*prefix, key)] = origin
+    host.origins[(*prefix, key, KEY)] = origin
+    for sub, token in parsed.flags.items():
+        if len(sub) > 1 and sub[0] == dest:
+            host.origins[(*prefix, key, *sub[1:])] = where.get(token, origin)
+    if secret:
+        host.secrets.add((*prefix, key))
+
+
+def _same(own: Any, given: Any) -> bool:
+    """Whether a variable and a flag say the same (4 and "4", a mapping and its JSON text)."""
+    if isinstance(own, str) and isinstance(given, (dict, list)):
+        try:
+            own = json.loads(own)
+        except ValueError:
+            return False
+    if isinstance(own, (dict, list)) or isinstance(given, (dict, list)):
+        return bool(own == given)
+    if isinstance(own, bool) or isinstance(given, bool):
+        return str(own).strip().lower() == str(given).strip().lower()
+    if isinstance(given, float) or isinstance(own, float):
+        try:
+            return float(own) == float(given)
+        except (TypeError, ValueError):
+            return False
+    return str(own).strip() == str(given).strip()
+
+
+def _base_dir(origin: Origin) -> str | None:
+    """What a --config FILE is relative to: the directory of the file that holds the command line."""
+    return os.path.dirname(os.path.abspath(origin.file)) if origin.file else None
+
+
+def _origins(host: _Host, path: Path, tokens: list[cmdline.Token]) -> dict[cmdline.Token, Origin]:
+    """Each token's origin: the word's own line and column in the scalar it came from (a list item's own)."""
+    out: dict[cmdline.Token, Origin] = {}
+    groups: dict[int | None, list[cmdline.Token]] = {}
+    for token in tokens:
+        if token.file is not None:
+            host.files.add(os.path.abspath(token.file))
+            out[token] = Origin(display_path(token.file), token.line or None, token.col or None)
+        else:
+            groups.setdefault(token.item, []).append(token)
+    for item, group in groups.items():
+        scalar = host.hv.origin(*path, item) if item is not None else host.hv.origin(*path)
+        for token, origin in zip(group, locate(host.texts, scalar, [t.text for t in group])):
+            out[token] = origin
+    return out

@@ -1,0 +1,47 @@
+"""A command line that starts Dynamo's launcher (`python -m dynamo.vllm ...`): Dynamo's own words taken out as
+its parser takes them, the rest read by the release's vLLM parser, and what Dynamo adds (vllm/dynamo_launcher.py
+cites the source)."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from ..vllm import cmdline
+from ..vllm import dynamo_launcher as dynamo
+
+_PYTHON = ("python", "python3")
+# vLLM's engine flags without `serve`: the model is --model (args.py parse_args hands the rest to a
+# FlexibleArgumentParser with AsyncEngineArgs.add_cli_args)
+_ENGINE_ONLY = (cmdline.Token("python", None, -1), cmdline.Token("-m", None, -1),
+                cmdline.Token("vllm.entrypoints.openai.api_server", None, -1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """Dynamo's share of a command line: its module word, its own flags, the words left for vLLM."""
+
+    module: cmdline.Token
+    own: tuple[dynamo.Word, ...]
+    words: tuple[cmdline.Token, ...]  # Dynamo's words after the module, as given
+    rest: tuple[cmdline.Token, ...]  # what vLLM's parser reads (with the engine-only launcher words in front)
+
+
+def read(tokens: Sequence[cmdline.Token]) -> Launch | None:
+    """The Dynamo launch a command line starts, else None."""
+    texts = [t.text for t in tokens[:3]]
+    if len(texts) < 3 or texts[0].rsplit("/", 1)[-1] not in _PYTHON or texts[1] != "-m" or texts[2] != dynamo.MODULE:
+        return None
+    words = tuple(tokens[3:])
+    own, rest = dynamo.split([t.text for t in words])
+    return Launch(tokens[2], tuple(own), words, (*_ENGINE_ONLY, *(words[i] for i in rest)))
+
+
+def side(launch: Launch) -> tuple[str, cmdline.Token] | None:
+    """The P/D side Dynamo's flags name, and the word that names it."""
+    found = dynamo.side(launch.own)
+    return (found[0], launch.words[found[1].at]) if found else None
+
+
+def unmodelled(problem: cmdline.Problem) -> bool:
+    """A flag vLLM's parser does not know may be one of the Dynamo release's own that pdlint's table lacks."""
+    return problem.message.startswith("unrecognized arguments")
