@@ -166,7 +166,7 @@ def derived(name: str, hints: set[Any]) -> dict[str, Any]:
     if "dataclass" in plain:
         return {"kind": "json"}
     if plain == {"bool", "str"}:
-        return {"kind": "any"}  # nargs="?": a bare flag is True, a value a str
+        return {"kind": "any", "nargs": "?"}  # nargs="?", const=True: a bare flag is True, a value a str
     if "bool" in plain:
         return {"kind": "bool", "action": "optional"}
     literal = [h for h in plain if isinstance(h, tuple) and h[0] == "literal"]
@@ -177,7 +177,7 @@ def derived(name: str, hints: set[Any]) -> dict[str, Any]:
         return {"kind": "choice", "choices": values}
     listed = [h for h in plain if isinstance(h, tuple) and h[0] == "list"]
     if listed:
-        return {"kind": "list", "item": listed[0][1]}
+        return {"kind": "list", "item": listed[0][1], "nargs": "+"}  # collection_to_kwargs
     if "int" in plain:
         return {"kind": "int_hr" if name in _HUMAN else "int"}
     if "float" in plain:
