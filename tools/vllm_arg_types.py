@@ -161,7 +161,16 @@ def _kind_of(hints: set[Any]) -> str:
 
 
 def derived(name: str, hints: set[Any]) -> dict[str, Any]:
-    """The argparse kwargs _compute_kwargs derives from a field's hints, as pdlint's spec of the value."""
+    """The argparse kwargs _compute_kwargs derives from a field's hints, as pdlint's spec of the value.
+
+    A field that may be None (and is no bool) gets type=optional_type(...): "" and "None" parse as None.
+    """
+    spec = _derived(name, hints)
+    return {**spec, "optional": True} if "None" in hints and "bool" not in hints and spec["kind"] != "bool" \
+        else spec
+
+
+def _derived(name: str, hints: set[Any]) -> dict[str, Any]:
     plain = hints - {"None"}
     if "dataclass" in plain:
         return {"kind": "json"}

@@ -54,8 +54,11 @@ def _explicit(call: ast.Call, base: dict[str, Any]) -> dict[str, Any]:
     """base (from **X_kwargs[...]) with the call's own keywords applied, as argparse sees the merged kwargs."""
     spec = dict(base) if base else {"kind": "str"}  # argparse's default type: the text itself
     words = {k.arg: k.value for k in call.keywords if k.arg}
+    optional = bool(base.get("optional"))
     if "type" in words:
         spec = {"kind": _type_kind(words["type"])}
+        # optional_type(X) (engine/arg_utils.py): "" and "None" are None, any other text goes through X
+        optional = isinstance(words["type"], ast.Call) and name_of(words["type"].func) == "optional_type"
     choices = _const_list(words["choices"]) if "choices" in words else None
     if choices is not None:
         spec = {"kind": "choice", "choices": sorted({c for c in choices if c is not None}, key=lambda v: (type(v).__name__, v))}
@@ -80,7 +83,8 @@ def _explicit(call: ast.Call, base: dict[str, Any]) -> dict[str, Any]:
             if spec.get("kind") != "list" else {**spec, "nargs": nargs}
     elif nargs == "?" and spec.get("kind") != "bool":
         spec = {**spec, "nargs": "?"}
-    return spec
+    spec = {k: v for k, v in spec.items() if k != "optional"}
+    return {**spec, "optional": True} if optional and spec.get("kind") != "bool" else spec
 
 
 def _kwargs_vars(func: ast.AST) -> dict[str, str]:

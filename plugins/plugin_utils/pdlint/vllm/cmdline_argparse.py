@@ -86,7 +86,7 @@ def _action(arg: Argument, release: Release) -> tuple[list[str], Action]:
             shown = strings + inverses if inverses else registered
         return registered, Action(arg.name, "/".join(shown), 0, switch=lambda option: option not in negative)
     convert, type_name = converter(arg, release)
-    choices = arg.choices if arg.kind == "choice" else None
+    choices = (*arg.choices, *((None,) if arg.optional else ())) if arg.kind == "choice" else None
     append = arg.action == "append"
     nargs = None if append else "?" if arg.nargs == "?" else arg.nargs if arg.kind == "list" else None
     return strings, Action(arg.name, "/".join(strings), nargs, convert, type_name, choices, append=append)

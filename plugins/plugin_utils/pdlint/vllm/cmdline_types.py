@@ -51,7 +51,29 @@ Converter = tuple[Callable[[str], Any] | None, str]  # (function, its name in "i
 
 
 def converter(arg: Argument, release: Release) -> Converter:
-    """What the argument's type= does with one value (one item, for lists)."""
+    """What the argument's type= does with one value (one item, for lists); optional_type (engine/arg_utils.py,
+    every release) first takes "" and "None" as None and words a refusal "Value x cannot be converted to <type>."."""
+    convert, name = _plain(arg, release)
+    if not arg.optional:
+        return convert, name
+    shown = f"<class '{name}'>" if name in ("int", "float", "str") else f"<function {name}>"
+
+    def optional(text: str) -> Any:
+        if text in ("", "None"):
+            return None
+        if convert is None:
+            return text
+        try:
+            return convert(text)
+        except TypeFail:
+            raise
+        except ValueError:
+            raise TypeFail(f"Value {text} cannot be converted to {shown}.") from None
+
+    return optional, name
+
+
+def _plain(arg: Argument, release: Release) -> Converter:
     kind = arg.item if arg.kind == "list" else arg.kind
     if arg.kind == "choice":
         kind = "int" if arg.choices and all(isinstance(c, int) for c in arg.choices) else "str"
