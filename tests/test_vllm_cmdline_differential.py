@@ -9,7 +9,7 @@ for argparse's own errors.
 """
 from __future__ import annotations
 
-import json
+import functools
 import random
 import shlex
 
@@ -24,6 +24,7 @@ from pdlint.vllm.releases import KNOWN, Release
 
 ROOTS = vllm_source.roots(KNOWN)
 LINES = 300
+API_LINES = 80
 MODELS = ("Qwen/Qwen3-0.6B", "meta-llama/Llama-3.1-8B", "org/m.v1.5", "./models/x", "M")
 WORDS = ("auto", "eager", "x", "NixlConnector", "kv_both", "80g", "1.5", "None", "", "a b")
 PD = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "port", "kv_transfer_config",
@@ -127,7 +128,8 @@ def command_line(rng: random.Random, release: Release, tmp_path, number: int) ->
     if rng.random() < 0.15:
         parts.append(_option(rng, table[rng.choice(pool)]))  # a repeated flag: the last one wins
     if rng.random() < 0.1:
-        parts.append(rng.choice((["--foo", "1"], ["--tensor-paralel-size", "2"], ["--kv-transfer-config.", "x"])))
+        parts.append(rng.choice((["--foo", "1"], ["--tensor-paralel-size", "2"], ["--kv-transfer-config.", "x"],
+                                 ["--task", "generate"], ["--", "x"])))
     if rng.random() < 0.1:
         parts.append(rng.choice((["-O3"], ["-O", "3"], ["-O=2"], ["-O.level", "1"], ["-O.backend=eager"])))
     if rng.random() < 0.15:
@@ -146,9 +148,9 @@ def command_line(rng: random.Random, release: Release, tmp_path, number: int) ->
     return [word for part in parts for word in part]
 
 
-def _expected(parser, argv: list[str]) -> tuple[dict | None, str | None]:
+def _expected(parser, argv: list[str], read=vllm_flexparser.values) -> tuple[dict | None, str | None]:
     try:
-        return vllm_flexparser.values(parser, argv), None
+        return read(parser, argv), None
     except vllm_flexparser.Refused as err:
         return None, str(err)
     except Exception as err:  # noqa: BLE001 - vLLM refuses with ValueError, AssertionError, IndexError, OSError...
@@ -162,17 +164,25 @@ def _words(problems: tuple[cmdline.Problem, ...]) -> str:
     return "unrecognized arguments: " + " ".join(unknown) if unknown else problems[0].message
 
 
-@pytest.mark.parametrize("release", KNOWN, ids=str)
-def test_parser_is_the_release_s(release, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    parser = vllm_flexparser.build(vllm_flexparser.lift(ROOTS[release]), release)
-    rng = random.Random(f"cmdline-{release}")
+@functools.cache
+def _lifted(release: Release) -> dict:
+    return vllm_flexparser.lift(ROOTS[release])
+
+
+def _compare(release: Release, tmp_path, api_server: bool) -> tuple[list, int, int]:
+    env = _lifted(release)
+    if api_server:
+        parser, read = vllm_flexparser.build_api_server(env, release), vllm_flexparser.api_server_values
+    else:
+        parser, read = vllm_flexparser.build(env, release), vllm_flexparser.values
+    rng = random.Random(f"cmdline-{release}-{api_server}")
+    launcher = ["python3", "-m", "vllm.entrypoints.openai.api_server"] if api_server else []
     wrong, refused, worded = [], 0, 0
-    for number in range(LINES):
+    for number in range(API_LINES if api_server else LINES):
         argv = command_line(rng, release, tmp_path, number)
-        tokens = [cmdline.Token(word, index) for index, word in enumerate(argv)]
+        tokens = [cmdline.Token(word, index) for index, word in enumerate([*launcher, *argv])]
         got = cmdline.parse(tokens, release, base_dir=str(tmp_path))
-        values, error = _expected(parser, argv)
+        values, error = _expected(parser, argv, read)
         if error is None:
             if got.problems or got.values != values:
                 wrong.append((argv, values, got.values, got.problems))
@@ -183,11 +193,28 @@ def test_parser_is_the_release_s(release, tmp_path, monkeypatch):
         elif error.startswith(("argument ", "unrecognized arguments", "ambiguous option")) \
                 and "cannot be converted to <function" not in error and "JSON" not in _words(got.problems):
             worded += 1
-            if _words(got.problems) != error:
+            if _words(got.problems) != error.split("\n\nHint: ")[0]:  # 0.29.0+ appends a --task hint
                 wrong.append((argv, error, _words(got.problems), "words"))
+    return wrong, refused, worded
+
+
+@pytest.mark.parametrize("release", KNOWN, ids=str)
+def test_parser_is_the_release_s(release, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    wrong, refused, worded = _compare(release, tmp_path, api_server=False)
     assert not wrong, f"{release}: {len(wrong)} of {LINES} differ, e.g.\n" + "\n".join(map(repr, wrong[:6]))
     assert 0.1 * LINES < refused < 0.9 * LINES, (release, refused)  # both kinds of line are exercised
     assert worded > 0.05 * LINES
+
+
+@pytest.mark.parametrize("release", KNOWN, ids=str)
+def test_api_server_parser_is_the_release_s(release, tmp_path, monkeypatch):
+    """`python -m vllm.entrypoints.openai.api_server ...`: no `serve`, so --model is plain, the positional (0.10.0+)
+    stays model_tag, a config file's `false` is --no-key (0.28.0+) and its arguments go first (0.10.2+)."""
+    monkeypatch.chdir(tmp_path)
+    wrong, refused, _worded = _compare(release, tmp_path, api_server=True)
+    assert not wrong, f"{release}: {len(wrong)} of {API_LINES} differ, e.g.\n" + "\n".join(map(repr, wrong[:6]))
+    assert refused < API_LINES
 
 
 @pytest.mark.parametrize("release", KNOWN[::7], ids=str)

@@ -149,3 +149,23 @@ def values(parser: Any, argv: list[str]) -> dict[str, Any]:
     if tag is not None:
         namespace["model"] = tag
     return namespace
+
+
+def build_api_server(env: dict[str, Any], release: Release) -> Any:
+    """`python -m vllm.entrypoints.openai.api_server`: one FlexibleArgumentParser through make_arg_parser, which
+    adds the positional model_tag from 0.10.0 (entrypoints/openai/cli_args.py) and nothing else the table lacks."""
+    parser = env["FlexibleArgumentParser"](prog="api_server")
+    if release >= R("0.10.0"):
+        parser.add_argument("model_tag", type=str, nargs="?", default=None)
+    for arg in arguments(release).values():
+        parser.add_argument(*arg.flags, *arg.aliases, dest=arg.name, default=argparse.SUPPRESS,
+                            **_kwargs(arg, env, release))
+    return parser
+
+
+def api_server_values(parser: Any, argv: list[str]) -> dict[str, Any]:
+    """What the api_server's parse_args sets (its model_tag is not copied to args.model: only serve.py does that)."""
+    namespace = vars(parser.parse_args(argv))
+    if namespace.get("model_tag", 0) is None:
+        del namespace["model_tag"]
+    return namespace

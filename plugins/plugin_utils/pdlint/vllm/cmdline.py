@@ -119,6 +119,10 @@ def hint(text: str, release: Release, parser: Parser) -> str:
 
 
 def _near(flag: str, parser: Parser) -> str:
-    pool = [o for o in parser.options if o.startswith("--" if flag.startswith("--") else "-")]
+    # difflib over ~600 option strings is slow; a ratio >= 0.6 needs lengths within a factor of two anyway
+    dashes = "--" if flag.startswith("--") else "-"
+    negated = flag.startswith("--no-")
+    pool = [o for o in parser.options if o.startswith(dashes) and o.startswith("--no-") == negated
+            and len(flag) / 2 <= len(o) <= len(flag) * 2]
     close = difflib.get_close_matches(flag, pool, n=3, cutoff=0.6)
     return f"did you mean {' or '.join(close)}?" if close else ""
