@@ -16,11 +16,12 @@ import shlex
 import pytest
 import yaml
 
+import test_vllm_cmdline
 import vllm_flexparser
 import vllm_source
 from pdlint.vllm import cmdline
 from pdlint.vllm.args import Argument, arguments
-from pdlint.vllm.releases import KNOWN, Release
+from pdlint.vllm.releases import KNOWN, R, Release
 
 ROOTS = vllm_source.roots(KNOWN)
 LINES = 300
@@ -229,3 +230,15 @@ def test_string_form_splits_as_a_shell_does(release, tmp_path):
         assert all(text[t.start:].startswith((shlex.quote(t.text)[:1], t.text[:1])) for t in tokens if t.text)
         listed = cmdline.parse([cmdline.Token(w, i) for i, w in enumerate(argv)], release, base_dir=str(tmp_path))
         assert cmdline.parse(tokens, release, base_dir=str(tmp_path)).values == listed.values
+
+
+@pytest.mark.parametrize(("release", "text", "values", "problem"), test_vllm_cmdline.CASES)
+def test_hand_picked_cases_are_the_release_s(release, text, values, problem):
+    """tests/test_vllm_cmdline.py's table of spellings holds against the release's own parser too."""
+    release = R(release)
+    argv = shlex.split(text)
+    expected, error = _expected(vllm_flexparser.build(_lifted(release), release), argv)
+    if problem is None:
+        assert error is None and expected == {"model": "M", **values}
+    else:
+        assert expected is None and (problem.split(":")[0] in error or error == "exit 0")  # --help: exit 0
