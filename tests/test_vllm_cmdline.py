@@ -4,7 +4,6 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from pdlint.vllm.cmdline import SplitError, Token, argv, parse
 from pdlint.vllm.releases import KNOWN, R
 
@@ -95,8 +94,8 @@ CASES = [
     ("0.8.5", "M --kv-transfer-config.kv_role kv_both", {},
      "unrecognized arguments: --kv-transfer-config.kv-role kv_both"),
     # dotted sub-keys: lists with +, JSON values, merged; a later whole-JSON flag loses to them (appended last)
-    ("0.32.0", "M --kv-transfer-config.kv_connector_extra_config.ports+ 1,2 --kv-transfer-config.kv_ip=h "
-               "--kv-transfer-config '{\"kv_role\": \"kv_both\"}'",
+    ("0.32.0", ("M --kv-transfer-config.kv_connector_extra_config.ports+ 1,2 --kv-transfer-config.kv_ip=h "
+                "--kv-transfer-config '{\"kv_role\": \"kv_both\"}'"),
      {"kv_transfer_config": {"kv_connector_extra_config": {"ports": ["1", "2"]}, "kv_ip": "h"}}, None),
     ("0.32.0", "M --kv-transfer-config '{bad'", {}, "argument --kv-transfer-config: invalid JSON: "),
     # -O per release

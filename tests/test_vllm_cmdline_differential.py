@@ -14,11 +14,10 @@ import random
 import shlex
 
 import pytest
-import yaml
-
 import test_vllm_cmdline
 import vllm_flexparser
 import vllm_source
+import yaml
 from pdlint.vllm import cmdline
 from pdlint.vllm.args import Argument, arguments
 from pdlint.vllm.releases import KNOWN, R, Release

@@ -10,8 +10,8 @@ and serve.py shape it: a top-level parser whose subparsers hold `serve` with the
 Every argument's default is SUPPRESS, so the Namespace holds exactly what the command line sets.
 """
 from __future__ import annotations
-
 import __future__
+
 import argparse
 import ast
 import json
@@ -22,9 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, NoReturn, Optional, Union
 
-import yaml
-
 import vllm_source
+import yaml
 from pdlint.vllm.args import Argument, arguments
 from pdlint.vllm.releases import R, Release
 
@@ -81,8 +80,8 @@ def lift(root: Path) -> dict[str, Any]:
                  dont_inherit=True), env)
     names = {n for n in ("optional_type", "parse_type", "human_readable_int", "human_readable_int_or_auto",
                          "nullable_kvs") if vllm_source.has(root, ENGINE, n)}
-    helpers = vllm_source.lift(root, ENGINE, names, env={"argparse": argparse, "json": json, "re": re,
-                                                         "cast": lambda kind, value: value, "T": object}) if names else {}
+    stubs = {"argparse": argparse, "json": json, "re": re, "cast": lambda kind, value: value, "T": object}
+    helpers = vllm_source.lift(root, ENGINE, names, env=stubs) if names else {}
     for name in names:
         env.setdefault(name, helpers[name])
     return env
@@ -137,7 +136,8 @@ def build(env: dict[str, Any], release: Release) -> Any:
     serve = top.add_subparsers(required=False, dest="subparser").add_parser("serve", prog="vllm serve")
     serve.add_argument("model_tag", type=str, nargs="?", default=None)
     for arg in arguments(release).values():
-        serve.add_argument(*arg.flags, *arg.aliases, dest=arg.name, default=argparse.SUPPRESS, **_kwargs(arg, env, release))
+        serve.add_argument(*arg.flags, *arg.aliases, dest=arg.name, default=argparse.SUPPRESS,
+                           **_kwargs(arg, env, release))
     return top
 
 

@@ -109,7 +109,7 @@ def hint(text: str, release: Release, parser: Parser) -> str:
     if "." in flag and release < R("0.9.0"):
         return f"dotted sub-arguments need vLLM 0.9.0+; in {release} pass the whole JSON: {base} '{{...}}'"
     dest = base[2:].replace("-", "_")
-    plain = dest[3:] if dest.startswith("no_") else dest
+    plain = dest.removeprefix("no_")
     if plain not in arguments(release) and first_release(plain):
         return f"{base} is not an argument of vLLM {release} (it is of vLLM {first_release(plain)})"
     for prefix, other in (("--enable-", "--disable-"), ("--disable-", "--enable-"), ("--no-", "--")):

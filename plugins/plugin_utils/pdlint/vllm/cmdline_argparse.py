@@ -15,7 +15,7 @@ from typing import Any
 
 from .args import Argument, arguments
 from .cmdline_data import Arg, Fail, Token
-from .cmdline_types import TypeFail, converter
+from .cmdline_types import converter
 from .releases import R, Release
 
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -143,7 +143,7 @@ def _pattern(action: Action, optional: bool) -> str:
     elif nargs == "+":
         pattern = "(-*A[A-]*)"
     else:
-        pattern = "(-*%s-*)" % "-*".join("A" * int(nargs))
+        pattern = "(-*{}-*)".format("-*".join("A" * int(nargs)))
     return pattern.replace("-*", "").replace("-", "") if optional else pattern
 
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .cmdline_data import Arg, Fail, Token
 from .releases import R, Release
+
+if TYPE_CHECKING:
+    import yaml
 
 
 def pull(args: list[Arg], release: Release, owns: frozenset[str], base_dir: str | None) -> list[Arg]:
@@ -68,6 +69,8 @@ def load(path: Arg, release: Release, owns: frozenset[str], base_dir: str | None
 
 def _read(full: str, token: Token) -> list[tuple[Any, Any, Token, Token]]:
     """(key, value, key token, value token) of the file's top-level mapping, as yaml.safe_load's dict orders them."""
+    import yaml  # pylint: disable=import-outside-toplevel - only a --config line needs it (a cached run never does)
+
     try:
         with open(full, encoding="utf-8") as handle:
             text = handle.read()
@@ -92,5 +95,6 @@ def _read(full: str, token: Token) -> list[tuple[Any, Any, Token, Token]]:
 
 
 def _token(full: str, node: yaml.Node, text: str | None) -> Token:
-    value = text if text is not None else str(node.value) if isinstance(node, yaml.ScalarNode) else ""
+    scalar = not isinstance(node.value, list)  # a ScalarNode's value is its text; collections hold nodes
+    value = text if text is not None else str(node.value) if scalar else ""
     return Token(value, file=full, line=node.start_mark.line + 1, col=node.start_mark.column + 1)

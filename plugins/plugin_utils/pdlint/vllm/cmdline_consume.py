@@ -31,7 +31,8 @@ def run(parser: Parser, args: list[Arg]) -> State:
         if not positionals:
             return at
         action = positionals.pop()
-        taken = len(re.match(r"(-*A?-*)", pattern[at:]).group(1))  # type: ignore[union-attr] - always matches
+        found = re.match(r"(-*A?-*)", pattern[at:])  # nargs ? matches every pattern, the empty one too
+        taken = len(found.group(1)) if found else 0
         _take(state, action, args[at:at + taken], None, None)
         return at + taken
 
