@@ -141,7 +141,8 @@ def test_nargs_plus_takes_the_model_too():
 
 def test_did_you_mean_and_other_releases():
     assert _parse("M --tensor-paralel-size 2").problems[0].hint.startswith("did you mean --tensor-parallel-size")
-    assert "0.11.1" in _parse("M --nnodes 2", "0.11.0").problems[0].hint
+    assert _parse("M --nnodes 2", "0.11.0").problems[0].hint == "--nnodes is an argument of vLLM 0.11.1+, not of 0.11.0"
+    assert "--runner pooling" in _parse("M --task embed", "0.29.0").problems[0].hint
     assert "0.9.0+" in _parse("M --kv-transfer-config.kv_role x", "0.8.5").problems[0].hint
     assert "--disable-hybrid-kv-cache-manager" in _parse("M --enable-hybrid-kv-cache-manager").problems[0].hint
     assert _parse("M --port x --foo").problems[0].token.text == "x"
@@ -192,6 +193,11 @@ def test_config_file_problems(tmp_path, text, problem):
 def test_config_equals_is_not_read(tmp_path):
     assert _parse("M --config=missing.yaml", base_dir=str(tmp_path)).values == {"model": "M",
                                                                                "config": "missing.yaml"}
+
+
+def test_a_number_too_large_is_a_problem():
+    got = _parse("M --kv-transfer-config.x " + "9" * 400 + "k", "0.20.0")  # human_readable_int: int(inf)
+    assert len(got.problems) == 1 and got.problems[0].message.startswith("vLLM's parser fails")
 
 
 def test_never_raises():

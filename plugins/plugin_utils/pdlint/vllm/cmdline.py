@@ -19,12 +19,14 @@ from .cmdline_consume import run
 from .cmdline_data import Arg, Fail, Parsed, Problem, Token
 from .cmdline_flex import preprocess
 from .cmdline_split import SplitError, joined, rendered, words
-from .releases import R, Release
+from .releases import KNOWN, R, Release
 
 __all__ = ["Parsed", "Problem", "SplitError", "Token", "argv", "parse"]
 
 _PYTHON = ("python", "python3")
 _API_SERVER = "vllm.entrypoints.openai.api_server"
+_TASK = ("--task is not a vllm serve option. For embedding, reranking, or reward models, use --runner pooling. To "
+         "adapt a generative model for pooling, also use --convert embed, --convert classify, or --convert reward.")
 
 
 def argv(value: str | list[Any]) -> list[Token]:
@@ -77,8 +79,8 @@ def parse(tokens: Sequence[Token], release: Release, *, base_dir: str | None = N
         state = run(parser, processed[1:] if serve else processed)
     except Fail as fail:
         return Parsed({}, {}, {}, (fail.problem,), name)
-    except RecursionError:
-        return Parsed({}, {}, {}, (Problem("the command line is nested too deeply to read", None),), name)
+    except (RecursionError, OverflowError) as err:  # vLLM's parser dies on these too (a traceback, no message)
+        return Parsed({}, {}, {}, (Problem(f"vLLM's parser fails on this command line: {err}", None),), name)
     values, flags, value_tokens = state.values, state.flags, state.value_tokens
     if serve and "model_tag" in values:  # serve.py cmd: a positional model always overrides args.model
         values["model"] = values.pop("model_tag")
@@ -110,8 +112,12 @@ def hint(text: str, release: Release, parser: Parser) -> str:
         return f"dotted sub-arguments need vLLM 0.9.0+; in {release} pass the whole JSON: {base} '{{...}}'"
     dest = base[2:].replace("-", "_")
     plain = dest.removeprefix("no_")
+    if plain == "task" and release >= R("0.29.0"):  # FlexibleArgumentParser.error (utils/argparse_utils.py, 0.29.0+)
+        return _TASK
     if plain not in arguments(release) and first_release(plain):
-        return f"{base} is not an argument of vLLM {release} (it is of vLLM {first_release(plain)})"
+        having = [r for r in KNOWN if plain in arguments(r)]
+        span = f"{having[0]}+" if having[-1] == KNOWN[-1] else f"{having[0]}-{having[-1]}"
+        return f"{base} is an argument of vLLM {span}, not of {release}"
     for prefix, other in (("--enable-", "--disable-"), ("--disable-", "--enable-"), ("--no-", "--")):
         if base.startswith(prefix) and other + base[len(prefix):] in parser.options:
             return f"vLLM {release} has {other + base[len(prefix):]}, not {base}"
