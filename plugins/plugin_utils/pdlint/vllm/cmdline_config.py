@@ -69,7 +69,7 @@ def load(path: Arg, release: Release, owns: frozenset[str], base_dir: str | None
 
 def _read(full: str, token: Token) -> list[tuple[Any, Any, Token, Token]]:
     """(key, value, key token, value token) of the file's top-level mapping, as yaml.safe_load's dict orders them."""
-    import yaml  # pylint: disable=import-outside-toplevel - only a --config line needs it (a cached run never does)
+    import yaml  # only a --config line needs it (a cached run never imports yaml)
 
     try:
         with open(full, encoding="utf-8") as handle:
