@@ -23,7 +23,9 @@ _OPTIONS = re.compile(r"add_argument\(\s*((?:[\"']-[^\"']+[\"']\s*,\s*)+)")
 def _table(release):
     return {name: {"flags": list(a.flags), "aliases": list(a.aliases), "kind": a.kind,
                    **({"choices": list(a.choices)} if a.choices else {}),
-                   **({"action": a.action} if a.action else {}), **({"item": a.item} if a.item else {})}
+                   **({"action": a.action} if a.action else {}), **({"item": a.item} if a.item else {}),
+                   **({"nargs": a.nargs} if a.nargs is not None else {}),
+                   **({"optional": True} if a.optional else {})}
             for name, a in args.arguments(release).items()}
 
 

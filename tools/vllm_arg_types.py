@@ -161,12 +161,21 @@ def _kind_of(hints: set[Any]) -> str:
 
 
 def derived(name: str, hints: set[Any]) -> dict[str, Any]:
-    """The argparse kwargs _compute_kwargs derives from a field's hints, as pdlint's spec of the value."""
+    """The argparse kwargs _compute_kwargs derives from a field's hints, as pdlint's spec of the value.
+
+    A field that may be None (and is no bool) gets type=optional_type(...): "" and "None" parse as None.
+    """
+    spec = _derived(name, hints)
+    return {**spec, "optional": True} if "None" in hints and "bool" not in hints and spec["kind"] != "bool" \
+        else spec
+
+
+def _derived(name: str, hints: set[Any]) -> dict[str, Any]:
     plain = hints - {"None"}
     if "dataclass" in plain:
         return {"kind": "json"}
     if plain == {"bool", "str"}:
-        return {"kind": "any"}  # nargs="?": a bare flag is True, a value a str
+        return {"kind": "any", "nargs": "?"}  # nargs="?", const=True: a bare flag is True, a value a str
     if "bool" in plain:
         return {"kind": "bool", "action": "optional"}
     literal = [h for h in plain if isinstance(h, tuple) and h[0] == "literal"]
@@ -177,7 +186,7 @@ def derived(name: str, hints: set[Any]) -> dict[str, Any]:
         return {"kind": "choice", "choices": values}
     listed = [h for h in plain if isinstance(h, tuple) and h[0] == "list"]
     if listed:
-        return {"kind": "list", "item": listed[0][1]}
+        return {"kind": "list", "item": listed[0][1], "nargs": "+"}  # collection_to_kwargs
     if "int" in plain:
         return {"kind": "int_hr" if name in _HUMAN else "int"}
     if "float" in plain:

@@ -54,8 +54,11 @@ def _explicit(call: ast.Call, base: dict[str, Any]) -> dict[str, Any]:
     """base (from **X_kwargs[...]) with the call's own keywords applied, as argparse sees the merged kwargs."""
     spec = dict(base) if base else {"kind": "str"}  # argparse's default type: the text itself
     words = {k.arg: k.value for k in call.keywords if k.arg}
+    optional = bool(base.get("optional"))
     if "type" in words:
         spec = {"kind": _type_kind(words["type"])}
+        # optional_type(X) (engine/arg_utils.py): "" and "None" are None, any other text goes through X
+        optional = isinstance(words["type"], ast.Call) and name_of(words["type"].func) == "optional_type"
     choices = _const_list(words["choices"]) if "choices" in words else None
     if choices is not None:
         spec = {"kind": "choice", "choices": sorted({c for c in choices if c is not None}, key=lambda v: (type(v).__name__, v))}
@@ -70,10 +73,18 @@ def _explicit(call: ast.Call, base: dict[str, Any]) -> dict[str, Any]:
                    "EnableDisableAction": {"kind": "bool", "action": "enable_disable"},
                    "append": {"kind": "list", "item": spec.get("kind", "str")}}
         spec = actions.get(str(text), {"kind": "any"})
-    nargs = words.get("nargs")
-    if isinstance(nargs, ast.Constant) and nargs.value in ("+", "*") and spec.get("kind") != "list":
-        spec = {"kind": "list", "item": spec.get("kind", "str")}
-    return spec
+        if text == "append":
+            return {**spec, "action": "append"}  # one item per flag, the flag repeated
+    # argparse merges the keywords: nargs from **X_kwargs stays unless the call names its own
+    given = words.get("nargs")
+    nargs = given.value if isinstance(given, ast.Constant) else None if given is not None else base.get("nargs")
+    if nargs in ("+", "*") or isinstance(nargs, int) and not isinstance(nargs, bool):
+        spec = {"kind": "list", "item": spec.get("item", spec.get("kind", "str")), "nargs": nargs} \
+            if spec.get("kind") != "list" else {**spec, "nargs": nargs}
+    elif nargs == "?" and spec.get("kind") != "bool":
+        spec = {**spec, "nargs": "?"}
+    spec = {k: v for k, v in spec.items() if k != "optional"}
+    return {**spec, "optional": True} if optional and spec.get("kind") != "bool" else spec
 
 
 def _kwargs_vars(func: ast.AST) -> dict[str, str]:
@@ -134,22 +145,31 @@ def _frontend(src: Source, module: str, tree: ast.Module) -> Iterator[tuple[list
         return
     specs = {name: derived(name, hints) for name, hints in fields(src, module, cls).items()}
     flags: dict[str, list[str]] = {}
-    for node in ast.walk(tree):  # frontend_kwargs["x"]["type"] = json.loads, ["action"] = "append", ["flags"] = [...]
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
-            outer = node.targets[0]
-            if isinstance(outer.value, ast.Subscript) and isinstance(outer.value.slice, ast.Constant) \
-                    and isinstance(outer.slice, ast.Constant) and outer.value.slice.value in specs:
-                field, key = str(outer.value.slice.value), outer.slice.value
-                if key == "type":
-                    specs[field] = {"kind": _type_kind(node.value)}
-                elif key == "action":
-                    fake = ast.Call(func=ast.Name("x"), args=[], keywords=[ast.keyword("action", node.value)])
-                    specs[field] = _explicit(fake, specs[field])
-                elif key == "flags":
-                    flags[field] = [str(v) for v in _const_list(node.value) or []]
-                elif key == "choices" and _const_list(node.value) is not None:
-                    specs[field] = {"kind": "choice", "choices": sorted(map(str, _const_list(node.value) or []))}
+    words: dict[str, dict[str, ast.expr]] = {}
+    # frontend_kwargs["x"]["type"] = json.loads, ["action"] = "append", ["flags"] = [...], del ...["nargs"]: in source
+    # order, as add_cli_args edits the kwargs dict before one add_argument(**kwargs) per field
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.Delete)) and len(n.targets) == 1]
+    for node in sorted(nodes, key=lambda n: (n.lineno, n.col_offset)):
+        outer = node.targets[0]
+        if not (isinstance(outer, ast.Subscript) and isinstance(outer.value, ast.Subscript)
+                and isinstance(outer.value.slice, ast.Constant) and isinstance(outer.slice, ast.Constant)
+                and outer.value.slice.value in specs):
+            continue
+        field, key = str(outer.value.slice.value), str(outer.slice.value)
+        if isinstance(node, ast.Delete):
+            if key == "nargs":
+                specs[field] = {k: v for k, v in specs[field].items() if k != "nargs"}
+                if specs[field].get("kind") == "list":
+                    specs[field] = {"kind": str(specs[field].get("item", "any"))}
+            words.get(field, {}).pop(key, None)
+        elif key == "flags":
+            flags[field] = [str(v) for v in _const_list(node.value) or []]
+        elif key in ("type", "action", "choices", "nargs"):
+            words.setdefault(field, {})[key] = node.value
     for field, spec in specs.items():
+        if field in words:
+            fake = ast.Call(func=ast.Name("x"), args=[], keywords=[ast.keyword(k, v) for k, v in words[field].items()])
+            spec = _explicit(fake, spec)
         yield [*flags.get(field, []), "--" + field.replace("_", "-")], spec, None
 
 

@@ -32,8 +32,10 @@ class Argument:
     aliases: tuple[str, ...]
     kind: str  # int, int_hr, float, str, bool, choice, json, list, any
     choices: tuple[Any, ...] = ()
-    action: str | None = None  # booleans: optional (--x/--no-x), store_true, store_false, enable_disable
+    action: str | None = None  # booleans: optional (--x/--no-x), store_true, store_false, enable_disable; append
     item: str | None = None  # lists: what each item is
+    nargs: str | int | None = None  # "+", "*", "?" (a bare flag takes const), a count; None: one value
+    optional: bool = False  # type=optional_type(...): "" and "None" on the command line are None
 
     @property
     def spellings(self) -> tuple[str, ...]:
@@ -66,7 +68,8 @@ def arguments(release: Release) -> dict[str, Argument]:
         for first, last, spec in runs:
             if first <= index <= last:
                 out[name] = Argument(name, tuple(spec["flags"]), tuple(spec["aliases"]), spec["kind"],
-                                     tuple(spec.get("choices", ())), spec.get("action"), spec.get("item"))
+                                     tuple(spec.get("choices", ())), spec.get("action"), spec.get("item"),
+                                     spec.get("nargs"), bool(spec.get("optional")))
     return out
 
 
