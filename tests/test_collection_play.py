@@ -90,7 +90,7 @@ def test_role_finds_the_seed_mistake_inside_a_command_line(collections: Path, tm
     """examples/role keeps decode's TP in vllm_args: the play points at the flag's line and column, as the CLI."""
     proc = play(collections, VALIDATE, str(ROOT / "examples" / "role"), tmp_path)
     assert proc.returncode == 2, proc.stdout
-    assert "tp-ratio[moriio]" in proc.stdout and "decode.yml:7:5" in proc.stdout, proc.stdout
+    assert "tp-ratio[moriio]" in proc.stdout and "decode.yml:8:5" in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize("inventory", ["examples/inventory", "examples/ini/hosts.ini", "examples/role",

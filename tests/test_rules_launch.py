@@ -30,16 +30,16 @@ CONSUMER = MORIIO % "kv_consumer"
 TIGHT = CONSUMER.replace(": ", ":").replace(", ", ",")  # JSON a plain YAML scalar can hold (no ": ")
 
 SHAPES = {
-    "plain": f"      vllm_args: serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 6 --kv-transfer-config '{TIGHT}'\n",
+    "plain": f"      vllm_args: vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 6 --kv-transfer-config '{TIGHT}'\n",
     "double-quoted": "      vllm_args: \"--port 8000 --tensor-parallel-size 6 --kv-transfer-config '"
                      + CONSUMER.replace('"', '\\"') + "'\"\n",
     "single-quoted": "      vllm_args: 'vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 6 --kv-transfer-config=''"
                      + CONSUMER + "'''\n",
     "folded": f"      vllm_args: >-\n        vllm serve deepseek-ai/DeepSeek-V3\n        --port 8000\n"
               f"        --tensor-parallel-size 6\n        --kv-transfer-config '{CONSUMER}'\n",
-    "literal": f"      vllm_args: |\n        serve deepseek-ai/DeepSeek-V3 \\\n          --tensor-parallel-size 6 \\\n"
+    "literal": f"      vllm_args: |\n        vllm serve deepseek-ai/DeepSeek-V3 \\\n          --tensor-parallel-size 6 \\\n"
                f"          --kv-transfer-config '{CONSUMER}'\n",
-    "list": f"      vllm_args:\n        - serve\n        - deepseek-ai/DeepSeek-V3\n        - --tensor-parallel-size\n"
+    "list": f"      vllm_args:\n        - vllm\n        - serve\n        - deepseek-ai/DeepSeek-V3\n        - --tensor-parallel-size\n"
             f"        - 6\n        - --kv-transfer-config\n        - '{CONSUMER}'\n",
     "list, flag=value": f"      vllm_args: [--port=8000, --tensor-parallel-size=6, '--kv-transfer-config={CONSUMER}']\n",
     "list, joined items": f"      vllm_args:\n        - --tensor-parallel-size 6\n        - --kv-transfer-config '{TIGHT}'\n",
@@ -159,7 +159,7 @@ def test_the_editor_points_into_its_unsaved_buffer(tmp_path: Path) -> None:
     ratio = [f for f in outcome.findings if f.rule == "tp-ratio[moriio]"]
     assert [(f.origin.line, f.origin.column) for f in ratio] == [(5, 24)], outcome.findings
     on_disk = inventory.check(str(tmp_path / "role"), {})
-    assert [(f.origin.line, f.origin.column) for f in on_disk.findings if f.rule == "tp-ratio[moriio]"] == [(7, 5)]
+    assert [(f.origin.line, f.origin.column) for f in on_disk.findings if f.rule == "tp-ratio[moriio]"] == [(8, 5)]
 
 
 PD = ('{"kv_connector":"PdConnector","kv_connector_module_path":"kvbm.vllm_integration.connector","kv_role":"kv_both",'
@@ -184,13 +184,14 @@ all:
 
 @pytest.mark.parametrize(("line", "rules"), [
     # plain vLLM: PdConnector inherits MultiConnector's SupportsHMA, HMA stays on, MultiConnector.__init__ asserts
-    (f"serve Qwen/Qwen3-0.6B --kv-transfer-config '{PD}'", None),
+    (f"vllm serve Qwen/Qwen3-0.6B --kv-transfer-config '{PD}'", None),
     # Dynamo's launcher turns HMA off for it: it starts, and NIXL's hash then differs from the decode's (HMA on)
     (f"python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B --disaggregation-mode prefill --namespace dyn "
      f"--kv-transfer-config '{PD}'", ["pd-mismatch[hma]"]),
     (f"python -m dynamo.vllm --is-prefill-worker --model Qwen/Qwen3-0.6B --kv-transfer-config '{PD}'",
      ["pd-mismatch[hma]"]),
-    ("python -m dynamo.vllm --disaggregation-mode=prefill --model Qwen/Qwen3-0.6B", ["vllm-args[invalid]"]),
+    ("python -m dynamo.vllm --disaggregation-mode=prefill --model Qwen/Qwen3-0.6B",
+     ["deployment[connector]", "vllm-args[invalid]"]),
     (f"python -m dynamo.vllm --disaggregation-mode prefill --no-such-flag --kv-transfer-config '{PD}'",
      ["pd-mismatch[hma]", "unresolved"]),
 ])

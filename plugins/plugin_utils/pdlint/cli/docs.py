@@ -12,7 +12,7 @@ SAME_IN_EVERY_RELEASE = frozenset((
     "inventory[no-pd-hosts]",
     "deployment[role-conflict]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
     "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]", "gpu[unused]", "multinode[shape]",
-    "multinode[nodes]", "multinode[dp-ranks]",
+    "multinode[nodes]", "multinode[dp-ranks]", "vllm-args[conflict]",
 ))
 # Rules bound to connectors whose behaviour did not change while the connector existed (read in every release).
 SAME_WHILE_REGISTERED = {
@@ -45,6 +45,11 @@ def release_table(rule_id: str) -> str:
     every = f"{KNOWN[0]} - {KNOWN[-1]}"
     if rule_id == "connector[unknown]":
         return f"Across vLLM releases: the registered names differ by release ({every}); `pdlint versions` lists them.\n"
+    if rule_id == "vllm-args[invalid]":
+        return (f"Across vLLM releases: each release's own parser decides ({every}): its arguments, aliases and "
+                "switches (vllm/data/args.json, read from each wheel), and how FlexibleArgumentParser rewrites the "
+                "line (underscores, dotted keys from 0.9.2, -O, --config, the model's slot); "
+                "tests/test_vllm_cmdline_differential.py holds pdlint's reading to each release's own.\n")
     timelines = history.timelines(rule_id)
     if not timelines and rule_id in SAME_WHILE_REGISTERED:
         spans = "; ".join(f"{name} {span}" for name in SAME_WHILE_REGISTERED[rule_id]

@@ -91,9 +91,10 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
         return
     where = _origins(host, path, tokens)
     launch = dynamo.read(tokens)
-    parsed = cmdline.parse(launch.rest if launch else tokens, release, base_dir=_base_dir(host.hv.origin(*path)))
+    parsed = cmdline.parse(launch.rest if launch else _served(tokens, target, prefix, host), release,
+                           base_dir=_base_dir(host.hv.origin(*path)))
     for problem in parsed.problems:
-        origin = where.get(problem.token, host.hv.origin(*path)) if problem.token else host.hv.origin(*path)
+        origin = _origin_of(host, problem.token, where, host.hv.origin(*path))
         if launch and dynamo.unmodelled(problem):
             host.finding(origin, "unresolved", f"{shown}: {problem.message.split(': ', 1)[-1]} is neither vLLM "
                          f"{release}'s nor one of Dynamo's flags pdlint knows: not modelled",
@@ -103,7 +104,8 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
                      problem.hint or None)
     secret = any(p[:len(path)] == path for p in host.secrets)
     for dest, given in parsed.values.items():
-        _set(host, parsed, where, dest, given, target, prefix, key_of(dest), secret, path)
+        # a line vLLM refuses says nothing certain about the rest: its values are read, never held against the host's
+        _set(host, parsed, where, dest, given, target, prefix, key_of(dest), secret, path, not parsed.problems)
     if launch:
         _dynamo(host, launch, where, target, prefix, key_of, path)
 
@@ -126,13 +128,26 @@ def _dynamo(host: _Host, launch: dynamo.Launch, where: Mapping[cmdline.Token, Or
                      "add --kv-transfer-config '{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_both\"}'")
 
 
+def _served(tokens: list[cmdline.Token], target: Mapping[str, Any], prefix: Path,
+            host: _Host) -> list[cmdline.Token]:
+    """The words vLLM's parser reads: a line of flags alone is what a role's template writes after `vllm serve
+    {{ vllm_model }}`, so the host's model goes in front (a line that names its own launcher or model stands)."""
+    model = target.get("model" if prefix else "vllm_model")
+    if model is None and prefix:
+        model = host.hv.values.get("vllm_model")
+    if not tokens or not tokens[0].text.startswith("-") or not isinstance(model, str) or cmdline.launcher(tokens)[0]:
+        return tokens
+    return [cmdline.Token("vllm", None, -1), cmdline.Token("serve", None, -1), cmdline.Token(model, None, -1), *tokens]
+
+
 def _set(host: _Host, parsed: cmdline.Parsed, where: Mapping[cmdline.Token, Origin], dest: str, given: Any,
-         target: MutableMapping[str, Any], prefix: Path, key: str, secret: bool, path: Path) -> None:
+         target: MutableMapping[str, Any], prefix: Path, key: str, secret: bool, path: Path,
+         judged: bool = True) -> None:
     flag = parsed.flags.get((dest,)) or parsed.value_tokens.get((dest,))
-    origin = where.get(flag, host.hv.origin(*path)) if flag else host.hv.origin(*path)
+    origin = _origin_of(host, flag, where, host.hv.origin(*path))
     if key in target:
         own = target[key]
-        if not isinstance(own, Unresolved) and not _same(own, given):
+        if judged and not isinstance(own, Unresolved) and not _same(own, given):
             own_origin = host.hv.origin(*prefix, key)
             spelled = flag.text if flag else dest
             host.finding(origin, "vllm-args[conflict]",
@@ -145,7 +160,7 @@ def _set(host: _Host, parsed: cmdline.Parsed, where: Mapping[cmdline.Token, Orig
     host.origins[(*prefix, key, KEY)] = origin
     for sub, token in parsed.flags.items():
         if len(sub) > 1 and sub[0] == dest:
-            host.origins[(*prefix, key, *sub[1:])] = where.get(token, origin)
+            host.origins[(*prefix, key, *sub[1:])] = _origin_of(host, token, where, origin)
     if secret:
         host.secrets.add((*prefix, key))
 
@@ -174,16 +189,24 @@ def _base_dir(origin: Origin) -> str | None:
     return os.path.dirname(os.path.abspath(origin.file)) if origin.file else None
 
 
+def _origin_of(host: _Host, token: cmdline.Token | None, where: Mapping[cmdline.Token, Origin],
+               fallback: Origin) -> Origin:
+    """A token's origin: its line and column in a --config FILE (the file is then a dependency), else in the
+    inventory's scalar."""
+    if token is None:
+        return fallback
+    if token.file is not None:
+        host.files.add(os.path.abspath(token.file))
+        return Origin(display_path(token.file), token.line or None, token.col or None)
+    return where.get(token, fallback)
+
+
 def _origins(host: _Host, path: Path, tokens: list[cmdline.Token]) -> dict[cmdline.Token, Origin]:
     """Each token's origin: the word's own line and column in the scalar it came from (a list item's own)."""
     out: dict[cmdline.Token, Origin] = {}
     groups: dict[int | None, list[cmdline.Token]] = {}
     for token in tokens:
-        if token.file is not None:
-            host.files.add(os.path.abspath(token.file))
-            out[token] = Origin(display_path(token.file), token.line or None, token.col or None)
-        else:
-            groups.setdefault(token.item, []).append(token)
+        groups.setdefault(token.item, []).append(token)
     for item, group in groups.items():
         scalar = host.hv.origin(*path, item) if item is not None else host.hv.origin(*path)
         for token, origin in zip(group, locate(host.texts, scalar, [t.text for t in group])):

@@ -23,9 +23,9 @@ def invalid(_topo: Topology) -> Iterator[Hit]:
     PASS:
 
         all:
-          vars: {vllm_pd_deployment: chat}
+          vars: {vllm_pd_deployment: chat, vllm_model: Qwen/Qwen3-0.6B}
           hosts:
-            p1: {vllm_pd_role: prefill, vllm_args: "serve org/m --tensor-parallel-size 4 --port 8100"}
+            p1: {vllm_pd_role: prefill, vllm_args: "vllm serve Qwen/Qwen3-0.6B --tensor-parallel-size 4"}
             d1: {vllm_pd_role: decode, vllm_args: ["--tensor-parallel-size", "4", "--max-model-len=32768"]}
 
     FAIL:
