@@ -25,7 +25,7 @@ def _table(release):
                    **({"choices": list(a.choices)} if a.choices else {}),
                    **({"action": a.action} if a.action else {}), **({"item": a.item} if a.item else {}),
                    **({"nargs": a.nargs} if a.nargs is not None else {}),
-                   **({"optional": True} if a.optional else {})}
+                   **({"optional": True} if a.optional else {}), **({"or_text": True} if a.or_text else {})}
             for name, a in args.arguments(release).items()}
 
 

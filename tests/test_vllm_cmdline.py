@@ -98,6 +98,9 @@ CASES = [
                 "--kv-transfer-config '{\"kv_role\": \"kv_both\"}'"),
      {"kv_transfer_config": {"kv_connector_extra_config": {"ports": ["1", "2"]}, "kv_ip": "h"}}, None),
     ("0.32.0", "M --kv-transfer-config '{bad'", {}, "argument --kv-transfer-config: invalid JSON: "),
+    ("0.32.0", "M --hf-overrides ' {\"a\": 1}\n' --pt-load-map-location cuda:0",
+     {"hf_overrides": {"a": 1}, "pt_load_map_location": "cuda:0"}, None),  # union_dict_and_str
+    ("0.9.2", "M --hf-overrides ' {\"a\": 1}'", {"hf_overrides": ' {"a": 1}'}, None),
     # -O per release
     ("0.8.5", "M -O3", {"compilation_config": "3"}, None),
     ("0.10.0", "M -O 3", {"compilation_config": {"level": 3}}, None),

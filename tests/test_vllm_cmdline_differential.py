@@ -33,7 +33,7 @@ PD = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "p
       "enable_expert_parallel", "hf_token", "dtype", "kv_cache_dtype", "compilation_config", "nnodes", "node_rank",
       "data_parallel_rank", "max_num_batched_tokens", "enable_chunked_prefill", "middleware", "ignore_patterns")
 JSONS = ('{"kv_connector": "NixlConnector", "kv_role": "kv_both"}', '{"a": {"b": 1}}', '{bad', "None",
-         '{"level": 3}')
+         '{"level": 3}', ' {"a": 1}\n', "cuda:0")
 
 
 def _value(rng: random.Random, arg: Argument) -> str:

@@ -79,7 +79,7 @@ def lift(root: Path) -> dict[str, Any]:
     exec(compile(ast.Module(body=defs, type_ignores=[]), f"{root.name}/{rel}", "exec", flags=flags,  # noqa: S102
                  dont_inherit=True), env)
     names = {n for n in ("optional_type", "parse_type", "human_readable_int", "human_readable_int_or_auto",
-                         "nullable_kvs") if vllm_source.has(root, ENGINE, n)}
+                         "nullable_kvs", "union_dict_and_str") if vllm_source.has(root, ENGINE, n)}
     stubs = {"argparse": argparse, "json": json, "re": re, "cast": lambda kind, value: value, "T": object}
     helpers = vllm_source.lift(root, ENGINE, names, env=stubs) if names else {}
     for name in names:
@@ -99,7 +99,9 @@ def _type(arg: Argument, env: dict[str, Any], release: Release) -> Any:
     if arg.kind == "choice":
         kind = "int" if all(isinstance(c, int) for c in arg.choices) else "str"
     plain: Any = {"int": int, "float": float, "str": str}.get(kind or "")
-    if kind == "json":
+    if kind == "json" and arg.or_text:
+        plain = env["union_dict_and_str"]
+    elif kind == "json":
         # 0.9.0-0.9.1 parse_type hands a value that is not `{...}` to nullable_kvs (KEY=VALUE,...) for dict fields,
         # while dataclass fields (kv_transfer_config, compilation_config: parse_dataclass / from_cli) read JSON; the
         # table does not tell the two apart, so those releases get plain JSON here as in pdlint

@@ -192,7 +192,10 @@ def _derived(name: str, hints: set[Any]) -> dict[str, Any]:
     if "float" in plain:
         return {"kind": "float"}
     if "dict" in plain:
-        return {"kind": "json"}
+        # _compute_kwargs (0.9.2+): dict with str or a non-builtin type -> union_dict_and_str (text not `{...}`
+        # stays text), else parse_type(json.loads)
+        texts = "str" in plain or "other" in plain or bool(literal)
+        return {"kind": "json", **({"or_text": True} if texts else {})}
     return {"kind": "str" if "str" in plain else "any"}
 
 

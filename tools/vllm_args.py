@@ -57,6 +57,8 @@ def _explicit(call: ast.Call, base: dict[str, Any]) -> dict[str, Any]:
     optional = bool(base.get("optional"))
     if "type" in words:
         spec = {"kind": _type_kind(words["type"])}
+        if (name_of(words["type"]) or "").split(".")[-1] == "union_dict_and_str":
+            spec["or_text"] = True
         # optional_type(X) (engine/arg_utils.py): "" and "None" are None, any other text goes through X
         optional = isinstance(words["type"], ast.Call) and name_of(words["type"].func) == "optional_type"
     choices = _const_list(words["choices"]) if "choices" in words else None

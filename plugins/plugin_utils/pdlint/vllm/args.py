@@ -36,6 +36,7 @@ class Argument:
     item: str | None = None  # lists: what each item is
     nargs: str | int | None = None  # "+", "*", "?" (a bare flag takes const), a count; None: one value
     optional: bool = False  # type=optional_type(...): "" and "None" on the command line are None
+    or_text: bool = False  # json: union_dict_and_str, a value that is not `{...}` is taken as text
 
     @property
     def spellings(self) -> tuple[str, ...]:
@@ -69,7 +70,8 @@ def arguments(release: Release) -> dict[str, Argument]:
             if first <= index <= last:
                 out[name] = Argument(name, tuple(spec["flags"]), tuple(spec["aliases"]), spec["kind"],
                                      tuple(spec.get("choices", ())), spec.get("action"), spec.get("item"),
-                                     spec.get("nargs"), bool(spec.get("optional")))
+                                     spec.get("nargs"), bool(spec.get("optional")),
+                                     bool(spec.get("or_text")))
     return out
 
 

@@ -81,6 +81,11 @@ def _plain(arg: Argument, release: Release) -> Converter:
         return int, "int"
     if kind == "float":
         return float, "float"
+    if kind == "json" and arg.or_text:
+        # union_dict_and_str (engine/arg_utils.py, 0.9.0+): JSON only when it looks like an object; the test
+        # tolerates whitespace and newlines from 0.10.0
+        looks = re.compile(r"(?s)^\s*{.*}\s*$" if release >= R("0.10.0") else r"^{.*}$")
+        return (lambda v: _json(v) if looks.match(v) else v), "union_dict_and_str"
     if kind == "json":
         return _json, "json"
     if kind == "int_hr":
