@@ -218,3 +218,16 @@ def test_dynamos_own_words_are_taken_as_its_parser_takes_them() -> None:
     assert [words[i] for i in rest] == ["--model", "m", "-tp", "2", "--namespac", "x"]  # allow_abbrev=False
     assert dynamo.side(own) == ("prefill", own[1])
     assert dynamo.side(dynamo.split(["--is-prefill-worker", "--disaggregation-mode", "decode"])[0])[0] == "decode"
+
+
+def test_a_roles_own_command_line_mapped_with_variables(tmp_path: Path) -> None:
+    """`vllm_args: "{{ vllm_extra_args }}"` in .pdlint.yaml: the role's line is read, the finding at its flag."""
+    from pdlint.config import files as configfile
+
+    text = HEAD.replace("      vllm_pd_role: decode\n", "      vllm_pd_role: decode\n"
+                        f"      vllm_extra_args: -tp 6 --kv-transfer-config '{TIGHT}'\n")
+    write_tree(tmp_path, {"hosts.yml": text, ".pdlint.yaml": 'variables:\n  vllm_args: "{{ vllm_extra_args }}"\n'})
+    config = configfile.load(tmp_path)
+    result = engine.lint(select.load([str(tmp_path / "hosts.yml")], keep_names=frozenset({"vllm_extra_args"})), config)
+    ratio = [f for f in result.findings if f.rule == "tp-ratio[moriio]"]
+    assert [(f.origin.line, f.origin.column) for f in ratio] == [_where(text, "-tp")], result.findings

@@ -1,7 +1,7 @@
 """The JSON Schema of pdlint's config file (schemas/pdlint-config.schema.json; `pdlint schema config` prints it).
 
-It documents the `models:` table key by key, from config/models.py's own key list, so an editor completes and
-checks it; the file's other keys are described by the README and checked by pdlint itself (exit 2 on a wrong one).
+It documents the `models:` table key by key, from config/models.py's own key list, and the keys `variables:` may
+map (config/variables.py NAMES), so an editor completes and checks them; the file's other keys are described by the README and checked by pdlint itself (exit 2 on a wrong one).
 """
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from ..config.models import FACT_KEYS, KEYS
+from ..config.variables import NAMES
 
 SCHEMA_ID = "https://pdlint.dev/schemas/pdlint-config.schema.json"
 # each models: key -> (JSON Schema type, what it says); the inventory variable is vllm_model_<key>
@@ -42,7 +43,13 @@ def document() -> dict[str, Any]:
                 "type": "object", "additionalProperties": entry,
                 "description": "Facts of models pdlint's table lacks, keyed by the vllm_model string (any case): "
                                "they come after the inventory's vllm_model_* variables and before config.json files "
-                               "and pdlint's own table."}}}
+                               "and pdlint's own table."},
+                "variables": {
+                    "type": "object", "propertyNames": {"enum": list(NAMES)},
+                    "additionalProperties": {"type": ["string", "number", "boolean", "array", "object"]},
+                    "description": "A role's own names mapped onto pdlint's: contract variable -> a Jinja expression "
+                                   "over the host's variables, group_names and inventory_hostname (rendered as "
+                                   "Ansible renders templates, lookups refused), or the value itself."}}}
 
 
 def dumps() -> str:
