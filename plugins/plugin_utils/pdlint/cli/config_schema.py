@@ -1,7 +1,8 @@
 """The JSON Schema of pdlint's config file (schemas/pdlint-config.schema.json; `pdlint schema config` prints it).
 
-It documents the `models:` table key by key, from config/models.py's own key list, and the keys `variables:` may
-map (config/variables.py NAMES), so an editor completes and checks them; the file's other keys are described by the README and checked by pdlint itself (exit 2 on a wrong one).
+It documents the `models:` table key by key, from config/models.py's own key list, and the keys `variables:`
+may map (config/variables.py NAMES), so an editor completes and checks them; the file's other keys are
+described by the README and checked by pdlint itself (exit 2 on a wrong one).
 """
 from __future__ import annotations
 
@@ -34,22 +35,21 @@ def document() -> dict[str, Any]:
                                    "markdownDescription": f"**{k}**: {text} Inventory variable: `vllm_model_{k}`."}
                                for k, (kind, text) in _FACTS.items()},
                             "config": {"type": "string", "minLength": 1, "description": _CONFIG}}}
+    models = {"type": "object", "additionalProperties": entry,
+              "description": "Facts of models pdlint's table lacks, keyed by the vllm_model string (any case): they "
+                             "come after the inventory's vllm_model_* variables and before config.json files and "
+                             "pdlint's own table."}
+    variables = {"type": "object", "propertyNames": {"enum": list(NAMES)},
+                 "additionalProperties": {"type": ["string", "number", "boolean", "array", "object"]},
+                 "description": "A role's own names mapped onto pdlint's: contract variable -> a Jinja expression over "
+                                "the host's variables, group_names and inventory_hostname (rendered as Ansible renders "
+                                "templates, lookups refused), or the value itself."}
     return {"$schema": "http://json-schema.org/draft-07/schema#", "$id": SCHEMA_ID,
             "title": "pdlint's config file (.pdlint.yaml, or [tool.pdlint] of pyproject.toml)",
             "description": "The models: table is described key by key; the other keys are in the README's "
                            "Configuration section.",
             "type": "object",
-            "properties": {"models": {
-                "type": "object", "additionalProperties": entry,
-                "description": "Facts of models pdlint's table lacks, keyed by the vllm_model string (any case): "
-                               "they come after the inventory's vllm_model_* variables and before config.json files "
-                               "and pdlint's own table."},
-                "variables": {
-                    "type": "object", "propertyNames": {"enum": list(NAMES)},
-                    "additionalProperties": {"type": ["string", "number", "boolean", "array", "object"]},
-                    "description": "A role's own names mapped onto pdlint's: contract variable -> a Jinja expression "
-                                   "over the host's variables, group_names and inventory_hostname (rendered as "
-                                   "Ansible renders templates, lookups refused), or the value itself."}}}
+            "properties": {"models": models, "variables": variables}}
 
 
 def dumps() -> str:

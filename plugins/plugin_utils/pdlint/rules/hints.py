@@ -84,8 +84,15 @@ def _pair_ok(side: vpair.Side, other: vpair.Side, tp: int, other_tp: int) -> boo
 
 def candidates(nodes: Nodes, engine: Engine, side: vpair.Side, other: vpair.Side) -> frozenset[int]:
     """Every TP size for side that passes the engine's own checks and leaves the pair (other as is) no TP problem."""
-    return frozenset(tp for tp in range(1, _LIMIT + 1) if own_ok(engine, side, tp)
-                     and nodes.fits({id(engine): (engine, tp)}) and pair_ok(side, other, tp))
+    return frozenset(tp for tp in _pure(side, other, parallel_config.shape_of(engine.lead))
+                     if nodes.fits({id(engine): (engine, tp)}))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pure(side: vpair.Side, other: vpair.Side, shape: parallel_config.Shape) -> tuple[int, ...]:
+    """The sizes the engine's own checks and the pair's allow: one answer per distinct pair of engine bodies (a
+    fleet of identical pairs asks it once), the nodes' room checked per engine after."""
+    return tuple(tp for tp in range(1, _LIMIT + 1) if _own_ok(side, tp, shape) and pair_ok(side, other, tp))
 
 
 def valid_tp(nodes: Nodes, engine: Engine, side: vpair.Side, other: vpair.Side, near: int) -> list[int]:

@@ -7,6 +7,8 @@ for names of 8 letters or more; two neighbouring letters swapped, for 4 or more)
 """
 from __future__ import annotations
 
+import functools
+
 import fnmatch
 import re
 from collections.abc import Iterable, Iterator
@@ -43,6 +45,13 @@ def typo_of(name: str, targets: Iterable[str]) -> str | None:
     """The vllm_* name name is likely a typo of (targets: vllm_* names), judged on the letters after vllm_."""
     close = sorted(t for t in targets if one_edit(name[5:], t[5:]))
     return close[0] if close else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _typo(name: str, contract: frozenset[str], release: releases.Release) -> str | None:
+    """typo_of over the names the release and the contract read: one answer per name and release, not per host
+    (a role's own names sit in group_vars that thousands of hosts read)."""
+    return typo_of(name, {*(c for c in contract if c.startswith("vllm_")), *("vllm_" + a for a in args.arguments(release))})
 
 
 def typo_pattern(targets: Iterable[str]) -> str:
@@ -82,7 +91,6 @@ def check(hv: HostVars, contract: frozenset[str], patterns: tuple[str, ...]) -> 
     """Findings for the host's vllm_* names that are not contract names."""
     release = release_of(hv)
     table = args.arguments(release)
-    targets: set[str] | None = None
     for name, value in hv.values.items():
         if not isinstance(name, str) or not name.startswith("vllm_") or name in contract:
             continue
@@ -94,9 +102,7 @@ def check(hv: HostVars, contract: frozenset[str], patterns: tuple[str, ...]) -> 
             continue
         if own(name, patterns):
             continue
-        if targets is None:
-            targets = {*(c for c in contract if c.startswith("vllm_")), *("vllm_" + a for a in table)}
-        close = typo_of(name, targets)
+        close = _typo(name, contract, release)
         if close:
             reader = "pdlint" if close in contract else f"vLLM {release}"
             yield finding(hv, (name,), f"unknown variable {name!r}: one letter from {close!r}, which {reader} "
