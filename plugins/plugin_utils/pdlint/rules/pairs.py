@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Engine, Instance, Topology
+from ..topology.types import Engine, Instance, Topology, per_body
 from ..vllm import composite, view
 from ..vllm import pair as vpair
 from ..vllm import registry as connectors
@@ -47,6 +47,11 @@ def _pairs(topo: Topology, kinds: tuple[str, ...], needs: tuple[str, ...]) -> It
                     yield p, d, lp, ld
 
 
+@per_body
+def _side_of(inst: Instance) -> vpair.Side:
+    return vpair.Side.of(inst)  # the engine alone: identical engines of many deployments ask once
+
+
 _NEEDS = ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "kv_connector_extra_config", "version")
 _KINDS = ("nixl", "moriio", "mooncake", "p2p-nccl")
 Checked = tuple[Engine, Engine, vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]
@@ -65,7 +70,7 @@ def checked(topo: Topology) -> list[Checked]:
         def side(engine: Engine, lead: Instance) -> vpair.Side:
             found = sides.get(id(engine))
             if found is None:
-                made = vpair.Side.of(lead)
+                made = _side_of(lead)
                 found = sides[id(engine)] = same.setdefault(made, made)
             return found
 
