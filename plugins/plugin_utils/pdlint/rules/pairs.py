@@ -32,6 +32,20 @@ def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[
     return iter(found)  # type: ignore[call-overload]
 
 
+def by_body(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> list[list[Pair]]:
+    """pairs(), grouped by the bodies of their leads (per_body): a rule whose verdict reads the two leads' engine
+    settings alone decides once per group and fans the hit out to each pair, at its own lines and hosts."""
+    memo = _memo(topo)
+    key = ("by-body", kind, needs)
+    found = memo.get(key)
+    if found is None:
+        groups: dict[tuple[int, int], list[Pair]] = {}
+        for pair in pairs(topo, kind, *needs):
+            groups.setdefault((id(pair[2].shared), id(pair[3].shared)), []).append(pair)
+        found = memo[key] = list(groups.values())
+    return found  # type: ignore[return-value]
+
+
 def _pairs(topo: Topology, kinds: tuple[str, ...], needs: tuple[str, ...]) -> Iterator[Pair]:
     def eligible(engines: tuple[Engine, ...]) -> list[tuple[Engine, Instance, str | None]]:
         # Filter each side once: the cross product below is the hot loop (P x D pairs per rule).
