@@ -3,17 +3,21 @@
 Shapes: `bench` (the default) writes a host_vars file for every host; `few` writes one for every
 FEW_EVERY-th host only (most fleets set per-host values in hosts.yml or not at all), so the
 inventory has far fewer files per host and pdlint's per-host work is not hidden behind parsing.
+`fleet` is what most fleets look like: deployments of 3 prefill + 5 decode hosts, the hosts of one role in
+one deployment identical engines (group_vars per deployment and per role), a host_vars file for one host in
+FLEET_EVERY only.
 
-Usage: python bench/generate.py N DIR [bench|few]
+Usage: python bench/generate.py N DIR [bench|few|fleet]
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-SHAPES = ("bench", "few")
+SHAPES = ("bench", "few", "fleet")
 FEW_EVERY = 16  # `few`: one host in 16 has a host_vars file
-PER_DEPLOYMENT = 8  # 4 prefill + 4 decode hosts, one engine each
+FLEET_EVERY = 4  # `fleet`: one host in 4 has a host_vars file
+PER_DEPLOYMENT = 8  # 4 prefill + 4 decode hosts (`fleet`: 3 + 5), one engine each
 MODELS = [("meta-llama/Llama-3.3-70B-Instruct", "NixlConnector", 4, 8),
           ("Qwen/Qwen2.5-72B-Instruct", "NixlConnector", 4, 4),
           ("deepseek-ai/DeepSeek-R1", "MooncakeConnector", 8, 8)]
@@ -32,8 +36,9 @@ def generate(n: int, out: Path, shape: str = "bench") -> None:
             f"vllm_pd_deployment: {dep}\nvllm_model: {model}\nvllm_block_size: 16\nvllm_dtype: bfloat16\n")
         lines += [f"    {dep}:", "      children:"]
         size = min(PER_DEPLOYMENT, n - d * PER_DEPLOYMENT)
-        first = {"prefill": d * PER_DEPLOYMENT, "decode": d * PER_DEPLOYMENT + (size + 1) // 2}
-        count = {"prefill": (size + 1) // 2, "decode": size // 2}
+        prefill = min(size, 3) if shape == "fleet" else (size + 1) // 2
+        first = {"prefill": d * PER_DEPLOYMENT, "decode": d * PER_DEPLOYMENT + prefill}
+        count = {"prefill": prefill, "decode": size - prefill}
         for role, tp, kv_role in (("prefill", p_tp, "kv_producer"), ("decode", d_tp, "kv_consumer")):
             group = f"{dep}_{role}"
             (out / "group_vars" / f"{group}.yml").write_text(
@@ -47,6 +52,10 @@ def generate(n: int, out: Path, shape: str = "bench") -> None:
                     lines.append(f"            {host}: {{ansible_host: {address}, "
                                  f"vllm_env: {{VLLM_NIXL_SIDE_CHANNEL_HOST: {address}}}}}")
                     if index % FEW_EVERY:
+                        continue
+                elif shape == "fleet":
+                    lines.append(f"            {host}: {{ansible_host: {address}}}")
+                    if index % FLEET_EVERY:
                         continue
                 else:
                     lines.append(f"            {host}: {{ansible_host: {address}}}")

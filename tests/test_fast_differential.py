@@ -36,6 +36,18 @@ def test_examples(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert_same([source])
 
 
+_ROLE_P = """\
+vllm_pd_role: prefill
+vllm_tensor_parallel_size: 4
+vllm_kv_transfer_config:
+  kv_connector: NixlConnector
+  kv_role: kv_producer
+  kv_connector_extra_config: {backends: [UCX, GDS]}
+vllm_env: {VLLM_NIXL_SIDE_CHANNEL_HOST: "{{ inventory_hostname }}.fleet"}
+"""
+_ROLE_D = "vllm_pd_role: decode\nvllm_tensor_parallel_size: 8\nvllm_kv_transfer_config: {kv_connector: NixlConnector}\n"
+_TUNE = "vllm_port: 8000\nvllm_block_size: 16\nvllm_port: 8001\n"
+
 CASES: dict[str, dict[str, str]] = {
     "priority-and-ties": {
         "hosts.yml": """
@@ -137,6 +149,32 @@ CASES: dict[str, dict[str, str]] = {
         "inv/notes.md": "ignored\n",
         "inv/group_vars/extra.yml": "vllm_model: m\n",
         "inv/host_vars/h2.yml": "vllm_port: 7\n",
+    },
+    # A fleet: the role files of every deployment are one text (the preflight scans it once and gives each file
+    # its own origins), a template reads inventory_hostname, a repeated key in identical files, few host_vars.
+    "fleet-of-identical-role-files": {
+        "hosts.yml": """
+            all:
+              children:
+                dep0:
+                  children:
+                    dep0_prefill: {hosts: {p0: , p1: }}
+                    dep0_decode: {hosts: {d0: , d1: , d2: }}
+                dep1:
+                  children:
+                    dep1_prefill: {hosts: {p2: , p3: }}
+                    dep1_decode: {hosts: {d3: , d4: , d5: }}
+            """,
+        "group_vars/all.yml": "vllm_version: 0.32.0\n",
+        "group_vars/dep0.yml": "vllm_pd_deployment: dep0\nvllm_model: m\n",
+        "group_vars/dep1.yml": "vllm_pd_deployment: dep1\nvllm_model: m\n",
+        "group_vars/dep0_prefill.yml": _ROLE_P,
+        "group_vars/dep1_prefill.yml": _ROLE_P,
+        "group_vars/dep0_decode/role.yml": _ROLE_D,
+        "group_vars/dep1_decode/role.yml": _ROLE_D,
+        "group_vars/dep0_decode/tune.yml": _TUNE,
+        "group_vars/dep1_decode/tune.yml": _TUNE,
+        "host_vars/d4.yml": "vllm_node: n4\n",
     },
 }
 

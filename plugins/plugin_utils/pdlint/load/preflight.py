@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..finding import Finding
+from ..finding import Finding, Origin
 from ..paths import DisplayPaths
 from . import guard
 from .fingerprints import digest
@@ -47,6 +47,9 @@ class Preflight:
     overlay: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # names kept beside vllm_*/pdlint_* (hostvars.is_relevant): what the config file's `variables:` mapping reads
     keep_names: frozenset[str] = frozenset()
+    # A vars file's text -> its clean scan's top keys, the file its variables' origins name, those variables:
+    # group_vars of one role are often the same text in every deployment, scanned once.
+    same: dict[str, tuple[list[str], str, Any]] = dataclasses.field(default_factory=dict)
 
 
 def read_bounded(path: str, limits: Limits, overlay: Mapping[str, str] | None = None) -> bytes:
@@ -86,15 +89,54 @@ def _scan(path: str, text: str, found: Preflight, limits: Limits, shown: Display
     if shown is None:
         scan = guard.scan_yaml(text, path, limits)
     else:
-        from .fast import vars_events as events
-
-        file = shown(path)
-        scan, values = events.scan_vars(text, path, limits, file, found.keep_names)
-        if values is not None:
-            found.values[path] = (file, values)
+        scan = _scan_vars(path, text, found, limits, shown(path))
     if memo is not None and key is not None and scan.syntax_error is None:
         memo.put_scan(path, key, limits, (list(scan.duplicates), list(scan.top_keys)))
     return scan
+
+
+def _scan_vars(path: str, text: str, found: Preflight, limits: Limits, file: str) -> guard.Scan:
+    """events.scan_vars, or for a text scanned clean before in this check, that scan and its variables with
+    file in their origins (a clean scan says nothing of the path; a refusal or a syntax error is not kept)."""
+    same = found.same.get(text)
+    if same is not None:
+        keys, before, variables = same
+        if variables is not None:
+            found.values[path] = (file, _refiled(variables, before, file))
+        return guard.Scan([], list(keys))
+    from .fast import vars_events as events
+
+    scan, values = events.scan_vars(text, path, limits, file, found.keep_names)
+    if values is not None:
+        found.values[path] = (file, values)
+    if scan.syntax_error is None and not scan.duplicates:
+        found.same[text] = (list(scan.top_keys), file, values)
+    return scan
+
+
+def _refiled(variables: dict[str, Any], before: str, file: str) -> dict[str, Any]:
+    """A copy of a vars file's variables ({name: (value, {path: Origin})}) whose origins in before name file."""
+    made: dict[Origin, Origin] = {}
+
+    def moved(origin: Origin) -> Origin:
+        if origin.file != before:
+            return origin
+        found = made.get(origin)
+        if found is None:
+            found = made[origin] = Origin(file, origin.line, origin.column)
+        return found
+
+    return {name: (_copied(value), {path: moved(o) for path, o in origins.items()})
+            for name, (value, origins) in variables.items()}
+
+
+def _copied(value: Any) -> Any:
+    """Lists and mappings made anew (a later step may hold or change them per file), scalars as they are."""
+    if type(value) is dict:  # pylint: disable=unidiomatic-typecheck  # the scan builds plain dicts and lists only
+        return {k: _copied(v) for k, v in value.items()}
+    if type(value) is list:  # pylint: disable=unidiomatic-typecheck
+        return [_copied(v) for v in value]
+    return value
 
 
 def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Preflight, limits: Limits) -> None:

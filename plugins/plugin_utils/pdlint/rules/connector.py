@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology
+from ..topology.types import Instance, Topology, per_body
 from ..vllm import composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, view
 from ..vllm import registry as connectors
 from ..vllm.releases import Release
@@ -156,6 +156,13 @@ def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     return moriio_config.config_problems(composite.effective(inst).extra, release, inst.port)
 
 
+@per_body
+def _config_problems(inst: Instance) -> tuple[tuple[str, str, str], ...]:
+    """(field, message, hint) of the instance's connector settings: the engine's alone, asked once per body."""
+    problems = _moriio_problems(inst) if view.kind(inst) == "moriio" else iter(())
+    return (*problems, *_other_problems(inst))
+
+
 def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     kind = view.kind(inst)
     extra = composite.effective(inst).extra  # a composite's settings that matter are its transfer child's
@@ -268,6 +275,5 @@ def config(topo: Topology) -> Iterator[Hit]:
     for inst in topo.instances:
         if not inst.knows("kv_connector", "kv_connector_extra_config", "version", "disable_hybrid_kv_cache_manager"):
             continue
-        problems = _moriio_problems(inst) if view.kind(inst) == "moriio" else iter(())
-        for where, message, fix in (*problems, *_other_problems(inst)):
+        for where, message, fix in _config_problems(inst):
             yield hit(composite.effective(inst), (where, "kv_connector_extra_config", "kv_connector"), message, fix)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology
+from ..topology.types import Engine, Instance, Topology
 from ..vllm import composite
 from ..vllm import registry as connectors
 from .base import Hit, hit, rule
@@ -86,19 +86,24 @@ def connector(topo: Topology) -> Iterator[Hit]:
               vllm_pd_role: decode
               vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_consumer}
     """
-    for dep in topo.deployments:
+    groups: dict[tuple[int, int], list[tuple[str, Engine, Engine]]] = {}
+    for dep in topo.deployments:  # the verdict reads the leads' settings (per_body): once per pair of bodies
         for p, d in dep.pairs():
-            if not (p.lead.knows("kv_connector") and d.lead.knows("kv_connector")):
-                continue
-            # What pairs is a composite's transfer child (MultiConnector, PdConnector), not the wrapper's name.
-            vp, vd = composite.effective(p.lead), composite.effective(d.lead)
-            pc, dc = vp.connector, vd.connector
-            if pc == dc or connectors.same_class(pc, dc, p.lead, d.lead):
-                continue
-            yield hit(d, ("kv_connector", "kv_transfer_config"),
-                      f"decode uses kv_connector {_named(vd, d.lead)} but prefill uses {_named(vp, p.lead)}",
+            groups.setdefault((id(p.lead.shared), id(d.lead.shared)), []).append((dep.name, p, d))
+    for group in groups.values():
+        _unused, p, d = group[0]
+        if not (p.lead.knows("kv_connector") and d.lead.knows("kv_connector")):
+            continue
+        # What pairs is a composite's transfer child (MultiConnector, PdConnector), not the wrapper's name.
+        vp, vd = composite.effective(p.lead), composite.effective(d.lead)
+        pc, dc = vp.connector, vd.connector
+        if pc == dc or connectors.same_class(pc, dc, p.lead, d.lead):
+            continue
+        message = f"decode uses kv_connector {_named(vd, d.lead)} but prefill uses {_named(vp, p.lead)}"
+        for name, p, d in group:
+            yield hit(d, ("kv_connector", "kv_transfer_config"), message,
                       f"use kv_connector {pc} on decode too" if pc else "set the same kv_connector on both sides",
-                      also=(p,), deployment=dep.name)
+                      also=(p,), deployment=name)
 
 
 def _named(view: Instance, inst: Instance) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Engine, Instance, Topology
+from ..topology.types import Engine, Instance, Topology, per_body
 from ..vllm import composite, view
 from ..vllm import pair as vpair
 from ..vllm import registry as connectors
@@ -32,6 +32,20 @@ def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[
     return iter(found)  # type: ignore[call-overload]
 
 
+def by_body(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> list[list[Pair]]:
+    """pairs(), grouped by the bodies of their leads (per_body): a rule whose verdict reads the two leads' engine
+    settings alone decides once per group and fans the hit out to each pair, at its own lines and hosts."""
+    memo = _memo(topo)
+    key = ("by-body", kind, needs)
+    found = memo.get(key)
+    if found is None:
+        groups: dict[tuple[int, int], list[Pair]] = {}
+        for pair in pairs(topo, kind, *needs):
+            groups.setdefault((id(pair[2].shared), id(pair[3].shared)), []).append(pair)
+        found = memo[key] = list(groups.values())
+    return found  # type: ignore[return-value]
+
+
 def _pairs(topo: Topology, kinds: tuple[str, ...], needs: tuple[str, ...]) -> Iterator[Pair]:
     def eligible(engines: tuple[Engine, ...]) -> list[tuple[Engine, Instance, str | None]]:
         # Filter each side once: the cross product below is the hot loop (P x D pairs per rule).
@@ -45,6 +59,11 @@ def _pairs(topo: Topology, kinds: tuple[str, ...], needs: tuple[str, ...]) -> It
             for d, ld, dc in decode:
                 if pc == dc:  # a different class is deployment[connector]'s to report
                     yield p, d, lp, ld
+
+
+@per_body
+def _side_of(inst: Instance) -> vpair.Side:
+    return vpair.Side.of(inst)  # the engine alone: identical engines of many deployments ask once
 
 
 _NEEDS = ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "kv_connector_extra_config", "version")
@@ -65,7 +84,7 @@ def checked(topo: Topology) -> list[Checked]:
         def side(engine: Engine, lead: Instance) -> vpair.Side:
             found = sides.get(id(engine))
             if found is None:
-                made = vpair.Side.of(lead)
+                made = _side_of(lead)
                 found = sides[id(engine)] = same.setdefault(made, made)
             return found
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology, per_instance
+from ..topology.types import Instance, Topology, per_body
 from ..vllm import parallel_config, registry
 from .base import Hit, hit, rule
 
@@ -11,7 +11,7 @@ _FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size
            "data_parallel_start_rank", "nnodes", "node_rank", "version")
 
 
-@per_instance
+@per_body
 def _violations(inst: Instance) -> tuple[parallel_config.Violation, ...]:
     """What the release refuses about the instance's shape, asked once for the four rules below."""
     return parallel_config.violations(registry.release(inst), parallel_config.shape_of(inst))

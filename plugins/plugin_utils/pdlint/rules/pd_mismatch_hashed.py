@@ -14,7 +14,7 @@ from ..vllm import composite, nixl_channel, view
 from ..vllm import hma as hybrid
 from ..vllm import registry as connectors
 from .base import Hit, hit, rule
-from .pairs import pairs
+from .pairs import Pair, by_body
 
 _DTYPE = {"half": "float16", "float": "float32"}
 _PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
@@ -38,7 +38,8 @@ def _why(lp: Instance, ld: Instance, fact: str) -> str:
 
 
 def _differ(topo: Topology, field: str, attr: str, what: str) -> Iterator[Hit]:
-    for p, d, lp, ld in pairs(topo, _PAIRED):
+    for group in by_body(topo, _PAIRED):  # the verdict reads the leads' settings: once per pair of bodies
+        lp, ld = group[0][2:]
         if not (lp.knows(field) and ld.knows(field)):
             continue
         a, b = getattr(lp, attr), getattr(ld, attr)
@@ -48,8 +49,9 @@ def _differ(topo: Topology, field: str, attr: str, what: str) -> Iterator[Hit]:
             a, b = _DTYPE.get(a, a), _DTYPE.get(b, b)
         if a is None or b is None or a == b:
             continue
-        yield hit(d, (field,), f"decode {what} {b!r} differs from prefill {what} {a!r}{_why(lp, ld, attr)}",
-                  f"use the same {what} on both sides", also=(p,))
+        message = f"decode {what} {b!r} differs from prefill {what} {a!r}{_why(lp, ld, attr)}"
+        for p, d, _lp, _ld in group:
+            yield hit(d, (field,), message, f"use the same {what} on both sides", also=(p,))
 
 
 @rule("pd-mismatch[model]")
@@ -187,7 +189,8 @@ def vllm_version(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_version: "0.32.0"}
             d1: {vllm_pd_role: decode, vllm_version: "0.31.1"}
     """
-    for p, d, lp, ld in pairs(topo, "nixl"):
+    for group in by_body(topo, "nixl"):  # the verdict reads the leads' settings: once per pair of bodies
+        lp, ld = group[0][2:]
         if not (lp.knows("version") and ld.knows("version")):
             continue
         vp, vd = nixl_channel.reported_version(lp.version), nixl_channel.reported_version(ld.version)
@@ -205,9 +208,10 @@ def vllm_version(topo: Topology) -> Iterator[Hit]:
                    "decode (vLLM does not check this: \"Failed to decode ...\")")
         else:
             continue  # not hashed: before 0.13.0, or enforce_handshake_compat is off
-        yield hit(d, ("version",), f"decode vLLM version {ld.version!r} differs from prefill vLLM version "
-                  f"{lp.version!r}: {why}", "use the same vLLM build on both sides" if rp == rd else
-                  "use the same vLLM version on both sides", also=(p,))
+        for p, d, _lp, _ld in group:
+            yield hit(d, ("version",), f"decode vLLM version {ld.version!r} differs from prefill vLLM version "
+                      f"{lp.version!r}: {why}", "use the same vLLM build on both sides" if rp == rd else
+                      "use the same vLLM version on both sides", also=(p,))
 
 
 @rule("pd-mismatch[hma]")
@@ -241,12 +245,20 @@ def hma(topo: Topology) -> Iterator[Hit]:
             d1: {vllm_pd_role: decode}
     """
     field = "disable_hybrid_kv_cache_manager"
-    for p, d, lp, ld in pairs(topo, _PAIRED):
+    for group in by_body(topo, _PAIRED):  # whether to report reads the leads' settings: once per pair of bodies
+        lp, ld = group[0][2:]
         hashed = nixl_channel.hashed_by(lp, ld, "hma")
         if hashed is None or not (lp.knows(field) and ld.knows(field)):
             continue
         if not (hybrid.known(lp) and hybrid.known(ld)):
             continue  # an out-of-tree class pdlint cannot see decides it
+        if hybrid.enabled(lp) != hybrid.enabled(ld):
+            yield from _hma_hits(group, hashed, field)
+
+
+def _hma_hits(group: list[Pair], hashed: object, field: str) -> Iterator[Hit]:
+    """The hit of each pair of one group, where the hint names the pair's own host."""
+    for p, d, lp, ld in group:
         a, b = hybrid.enabled(lp), hybrid.enabled(ld)
         if a != b:
             on = {True: "on", False: "off"}

@@ -10,7 +10,7 @@ from ..finding import UNKNOWN, Finding, Origin
 from ..hostvars import HostVars, Unresolved
 from . import facts
 from .coerce import as_int, coerce, kv_config, unreadable_number  # noqa: F401 - kv_config: schema.check imports it from here
-from .types import Deployment, Engine, Instance, Topology, Undecided
+from .types import Deployment, Engine, Instance, Topology, Undecided, share_bodies
 
 _FIELDS = {  # contract name -> Instance attribute
     "pd_deployment": "deployment", "pd_role": "role", "model": "model", "revision": "revision", "version": "version",
@@ -254,6 +254,7 @@ def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_loo
                 instances.append(inst)
             if (unsure := _undecided(src, inst)) is not None:
                 undecided.append(unsure)
+    share_bodies(instances)
     by_dep: dict[str, dict[str, dict[str, list[Instance]]]] = {}
     for inst in instances:
         if inst.deployment is None:

@@ -90,14 +90,18 @@ def table_lookup(model: str | None, _revision: str | None, _version: str) -> Mod
     return dataclasses.replace(found, looked=(TABLE,), where=where(found, found.source))
 
 
+@functools.lru_cache(maxsize=256)  # a lookup answers every host of a model with one object: one copy for all
+def _inventory_first(found: ModelFacts) -> ModelFacts:
+    return dataclasses.replace(found, looked=(INVENTORY, *found.looked))
+
+
 def with_inventory(model: str | None, revision: str | None, version: str, values: Mapping[str, Any],
                    lookup: ModelLookup) -> ModelFacts:
     """The inventory's vllm_model_* facts (values, by attribute) first; lookup's for those it does not set."""
     if all(n in values for n in FACTS):  # nothing left to look up: no file is read
         return ModelFacts(**values, source="inventory", where=tuple((n, "inventory") for n in FACTS),
                           looked=(INVENTORY,))
-    found = lookup(model, revision, version)
-    found = dataclasses.replace(found, looked=(INVENTORY, *found.looked))
+    found = _inventory_first(lookup(model, revision, version))
     if not values:
         return found
     sources = dict(found.where)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator, Mapping
+import operator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..finding import UNKNOWN, Origin
@@ -68,6 +69,9 @@ class Instance:
     # What the vllm layer derived from this (immutable) instance (per_instance below), asked ~35 times per
     # instance by the rules: its effective connector, family, release. Not compared, copied or shown.
     memo: dict[str, Any] = dataclasses.field(default_factory=dict, init=False, compare=False, repr=False)
+    # The same for what depends on the engine alone (per_body below): build() gives every instance of one body
+    # (all but host, node, instance id, deployment and the origins' places) one dict, computed once.
+    shared: dict[str, Any] = dataclasses.field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -107,6 +111,40 @@ def per_instance(fn: Callable[[Instance], T]) -> Callable[[Instance], T]:
         return memo[key]  # type: ignore[no-any-return]
 
     return remembered
+
+
+def per_body(fn: Callable[[Instance], T]) -> Callable[[Instance], T]:
+    """fn(inst) computed once per engine body: fn must not read host, node, instance_id or label (nor return inst).
+
+    Instances that build() made from one host profile share inst.shared, so a thousand identical decode hosts
+    ask the vllm layer once; any other instance has a dict of its own."""
+    key = f"{fn.__module__}.{fn.__qualname__}"
+
+    @functools.wraps(fn)
+    def remembered(inst: Instance) -> T:
+        memo = inst.shared
+        if key not in memo:
+            memo[key] = fn(inst)
+        return memo[key]  # type: ignore[no-any-return]
+
+    return remembered
+
+
+# What an engine is besides where it runs and where its values are written: per_body functions read these.
+_NOT_BODY = frozenset(("host", "instance_id", "node", "deployment", "origins", "memo", "shared"))
+_BODY = tuple(f.name for f in dataclasses.fields(Instance) if f.name not in _NOT_BODY)
+
+
+def share_bodies(instances: Iterable[Instance]) -> None:
+    """Give instances of one body one shared memo. The key is the repr of every body field and of the names
+    the origins cover (shape_of asks which are set): repr tells 1, 1.0 and True apart, and a repr that two equal
+    values do not share (a set's order) only costs a second computation."""
+    bodies: dict[str, dict[str, Any]] = {}
+    get = operator.attrgetter(*_BODY)
+    for inst in instances:
+        memo = bodies.setdefault(repr((get(inst), tuple(inst.origins))), inst.shared)
+        if memo is not inst.shared:
+            object.__setattr__(inst, "shared", memo)
 
 
 @dataclasses.dataclass(frozen=True)

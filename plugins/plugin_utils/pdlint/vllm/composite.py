@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import lax
-from ..topology.types import Instance, per_instance
+from ..topology.types import Instance, per_body, per_instance
 from . import composite_items, external, registry
 from .history import history
 from .releases import Release, Timeline
@@ -111,7 +111,7 @@ def is_composite(inst: Instance) -> bool:
     return wrapper(inst.connector, inst.module_path, release(inst)) is not None
 
 
-@per_instance
+@per_body
 def children(inst: Instance) -> tuple[Child, ...]:
     """The children the composite builds, in config order (empty for any other connector)."""
     items = inst.extra.get("connectors") if is_composite(inst) else None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..topology.types import Instance, per_instance
+from ..topology.types import Instance, per_body
 from . import composite, external
 from .composite import HMA, MULTI, children, children_hma, class_hma, is_composite
 from .history import history
@@ -34,7 +34,7 @@ NIXL_SSM_HMA: Timeline[bool] = history("connector[config]", Timeline(
 ))
 
 
-@per_instance
+@per_body
 def enabled(inst: Instance) -> bool:
     """Whether the engine runs the hybrid KV cache manager (VllmConfig.__post_init__ of its release, HMA_DEFAULT)."""
     release = registry_release(inst)
@@ -57,7 +57,7 @@ def dynamo_turns_off(inst: Instance) -> bool:
     return inst.launcher == "dynamo" and inst.connector == "PdConnector" and composite.children_hma(inst) is False
 
 
-@per_instance
+@per_body
 def known(inst: Instance) -> bool:
     """enabled() is decided: not an unset flag resolved by an out-of-tree class pdlint cannot see."""
     release = registry_release(inst)
@@ -133,6 +133,7 @@ def off_failure(inst: Instance) -> tuple[str, str] | None:
     return message, step.source
 
 
+@per_body
 def needs_hma(inst: Instance) -> bool:
     """The instance's model does not start in its release with HMA off (so turning it off is no fix)."""
     return off_failure(dataclasses.replace(inst, disable_hma=True)) is not None

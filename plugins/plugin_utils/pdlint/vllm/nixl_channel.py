@@ -2,6 +2,7 @@
 compares between prefill and decode (pd-mismatch rules)."""
 from __future__ import annotations
 
+import functools
 import re
 
 from ..topology.types import Instance
@@ -75,6 +76,7 @@ _PEP440 = re.compile(
 _PRE = {"alpha": "a", "beta": "b", "c": "rc", "pre": "rc", "preview": "rc"}
 
 
+@functools.lru_cache(maxsize=1024)  # asked for both sides of every NIXL pair: a fleet has a few versions
 def reported_version(text: str) -> str | None:
     """What `vllm.__version__` is for an engine whose vllm_version is text (None: not a version).
 

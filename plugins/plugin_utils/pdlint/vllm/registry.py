@@ -5,7 +5,7 @@ import difflib
 import functools
 import ipaddress
 
-from ..topology.types import Instance, per_instance
+from ..topology.types import Instance, per_body
 from . import env_values
 from .releases import DEFAULT, NEWEST, R, Release, Timeline, resolve, spans_of
 
@@ -205,7 +205,7 @@ def release_of(inst: Instance) -> Release | None:
     return resolve(inst.version).release
 
 
-@per_instance
+@per_body
 def release(inst: Instance) -> Release:
     """The release whose rules apply to the instance: its own, or the default where vllm_version is unparsable."""
     return resolve(inst.version).release or DEFAULT

@@ -1,12 +1,12 @@
 """What an instance's connector is to its release: family, push or pull, hash enforcement (a composite's transfer child)."""
 from __future__ import annotations
 
-from ..topology.types import Instance, per_instance
+from ..topology.types import Instance, per_body
 from . import composite
 from .registry import canonical, kind_of
 
 
-@per_instance
+@per_body
 def kind(inst: Instance) -> str | None:
     """Connector family of an instance (see kind_of); of a composite, its transfer child's (composite.py)."""
     return kind_of(composite.effective(inst).connector)

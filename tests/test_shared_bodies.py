@@ -1,0 +1,123 @@
+"""Work done once per distinct engine (issue 26): identical engines share one memo, identical vars files are
+scanned once, and neither changes a finding, an origin or a host list."""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, write_tree
+from pdlint.engine import core
+from pdlint.finding import Origin
+from pdlint.hostvars import HostVars
+from pdlint.load import preflight, select
+from pdlint.load.fast import vars_events
+from pdlint.topology import build as build_module
+from pdlint.topology.build import build
+
+sys.path.insert(0, str(ROOT / "bench"))
+from generate import SHAPES, generate  # noqa: E402
+
+PKG = ROOT / "plugins" / "plugin_utils" / "pdlint"
+
+
+def _host(name: str, file: str, **values: object) -> HostVars:
+    base = {"vllm_pd_deployment": "dep", "vllm_kv_transfer_config": {"kv_connector": "NixlConnector"}, **values}
+    return HostVars(name, {f"vllm_{k}" if not k.startswith("vllm_") else k: v for k, v in base.items()},
+                    {(k if k.startswith("vllm_") else f"vllm_{k}",): Origin(file, i + 1, 1)
+                     for i, k in enumerate(base)})
+
+
+def test_identical_engines_share_one_memo_and_others_do_not() -> None:
+    hosts = [_host(f"p{i}", f"g{i % 2}.yml", pd_role="prefill", tensor_parallel_size=4) for i in range(6)]
+    hosts += [_host("p9", "g0.yml", pd_role="prefill", tensor_parallel_size=8),  # another TP
+              _host("p10", "g0.yml", pd_role="prefill", tensor_parallel_size=True),  # True is not 1 (nor 4)
+              _host("d0", "g0.yml", pd_role="decode", tensor_parallel_size=4),
+              _host("d1", "g1.yml", pd_role="decode", tensor_parallel_size=4, node_rank=0)]  # one more origin
+    topo, _unused = build(hosts)
+    shared = {i.host: id(i.shared) for i in topo.instances}
+    # the same body from other files (the origins' places are no part of it) shares; any other field does not
+    assert len({shared[f"p{i}"] for i in range(6)}) == 1
+    assert len(set(shared.values())) == 5
+    assert len({id(i.memo) for i in topo.instances}) == len(topo.instances)  # per-instance answers stay apart
+
+
+def _findings(hosts: list[HostVars]) -> list[object]:
+    return [f.as_dict() for f in core.lint(hosts).findings]
+
+
+_EDITS = {"dep0000_decode.yml": "vllm_tensor_parallel_size: 3\n", "dep0002_prefill.yml": "vllm_version: 0.31.0\n",
+          "dep0004.yml": "vllm_disable_hybrid_kv_cache_manager: false\nvllm_port: 8000\n",
+          "dep0005_decode.yml": "vllm_kv_transfer_config: {kv_connector: MoRIIOConnector, kv_role: kv_consumer}\n"}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_sharing_changes_no_finding(shape: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every finding of a generated fleet (most engines identical) is the same with every instance alone."""
+    inv = tmp_path / shape
+    generate(96, inv, shape)
+    for name, text in _EDITS.items():  # a few engines wrong, in deployments that have twins elsewhere
+        with open(inv / "group_vars" / name, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    monkeypatch.chdir(inv)
+    hosts = select.load(["."])
+    shared = _findings(hosts)
+    assert shared, "the generated fleets have findings to compare"
+    monkeypatch.setattr(build_module, "share_bodies", lambda instances: None)
+    assert _findings(hosts) == shared
+
+
+_PLACES = {"host", "node", "instance_id", "label", "deployment"}
+# rule helpers whose answers are kept per body (per_body), besides every function of the vllm layer
+_RULE_HELPERS = {"connector.py": ("_config_problems", "_other_problems", "_moriio_problems", "_hma_problems"),
+                 "pairs.py": ("_side_of",), "parallel.py": ("_violations",)}
+
+
+def _reads(tree: ast.AST) -> set[str]:
+    return {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} & _PLACES
+
+
+def test_what_is_kept_per_body_never_reads_where_an_engine_runs() -> None:
+    """per_body answers are shared by instances that differ in host, node, instance id and deployment."""
+    for path in sorted((PKG / "vllm").glob("*.py")):
+        assert not _reads(ast.parse(path.read_text())), path.name
+    for name, functions in _RULE_HELPERS.items():
+        tree = ast.parse((PKG / "rules" / name).read_text())
+        found = {f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+        for function in functions:
+            assert not _reads(found[function]), (name, function)
+    decorated = {f.name for path in PKG.rglob("*.py") for f in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(f, ast.FunctionDef) and any(isinstance(d, ast.Name) and d.id == "per_body"
+                                                          for d in f.decorator_list)
+                 and path.parent.name == "rules"}
+    assert decorated <= {f for fs in _RULE_HELPERS.values() for f in fs}
+
+
+_ROLE = "vllm_pd_role: prefill\nvllm_kv_transfer_config:\n  kv_connector: NixlConnector\n  extra: {a: [1, 2.0]}\n"
+
+
+def test_identical_vars_files_are_scanned_once_each_with_its_own_origins(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    write_tree(tmp_path, {
+        "hosts.yml": "all:\n  children:\n    a: {hosts: {h1: }}\n    b: {hosts: {h2: }}\n    c: {hosts: {h3: }}\n",
+        "group_vars/a.yml": _ROLE, "group_vars/b.yml": _ROLE, "group_vars/c.yml": "vllm_port: 1\nvllm_port: 2\n",
+        "host_vars/h3.yml": "vllm_port: 1\nvllm_port: 2\n",  # a repeated key in two identical files: both warned
+    })
+    monkeypatch.chdir(tmp_path)
+    calls: list[str] = []
+    scan = vars_events.scan_vars
+    monkeypatch.setattr(vars_events, "scan_vars", lambda text, path, *a: calls.append(path) or scan(text, path, *a))
+    found = preflight.check(["hosts.yml"])
+    assert len(calls) == 3  # a.yml and b.yml are one text; the files with a repeated key are scanned each
+    assert sorted(f.origin.file for f in found.findings) == ["group_vars/c.yml", "host_vars/h3.yml"]
+    a, b = (next(v for k, v in found.values.items() if k.endswith(f"group_vars/{n}")) for n in ("a.yml", "b.yml"))
+    assert (a[0], b[0]) == ("group_vars/a.yml", "group_vars/b.yml")
+    assert {o.file for _v, origins in b[1].values() for o in origins.values()} == {"group_vars/b.yml"}
+    assert [(o.line, o.column) for _v, origins in b[1].values() for o in origins.values()] == \
+        [(o.line, o.column) for _v, origins in a[1].values() for o in origins.values()]
+    assert b[1]["vllm_kv_transfer_config"][0] == a[1]["vllm_kv_transfer_config"][0]
+    assert b[1]["vllm_kv_transfer_config"][0] is not a[1]["vllm_kv_transfer_config"][0]  # no value shared
+    hosts = select.load(["hosts.yml"])
+    assert [h.origin("vllm_kv_transfer_config", "extra").file for h in hosts[:2]] == \
+        ["group_vars/a.yml", "group_vars/b.yml"]
