@@ -176,6 +176,24 @@ CASES: dict[str, dict[str, str]] = {
         "group_vars/dep1_decode/tune.yml": _TUNE,
         "host_vars/d4.yml": "vllm_node: n4\n",
     },
+    # Profiles (issue 26): hosts of one chain share one resolved set unless they have values of their own (inline
+    # or a host_vars file, one overriding the chain's template); hosts in two groups listed in either order.
+    "shared-profiles": {
+        "hosts.yml": """
+            all:
+              children:
+                dep:
+                  children:
+                    p: {hosts: {p0: , p1: , p2: {vllm_port: 7}, x1: , x2: }}
+                    d: {hosts: {d0: , d1: , d2: {vllm_env: {A: b}}}}
+                extra: {hosts: {x2: , x1: }, vars: {vllm_port: 5}}
+            """,
+        "group_vars/dep.yml": "vllm_pd_deployment: dep\nvllm_model: m\nvllm_port: 8000\n",
+        "group_vars/p.yml": _ROLE_P,
+        "group_vars/d.yml": _ROLE_D,
+        "host_vars/p1.yml": "vllm_env: {VLLM_NIXL_SIDE_CHANNEL_HOST: own}\n",
+        "host_vars/d1.yml": "vllm_port: 8002\n",
+    },
 }
 
 

@@ -121,3 +121,30 @@ def test_identical_vars_files_are_scanned_once_each_with_its_own_origins(tmp_pat
     hosts = select.load(["hosts.yml"])
     assert [h.origin("vllm_kv_transfer_config", "extra").file for h in hosts[:2]] == \
         ["group_vars/a.yml", "group_vars/b.yml"]
+
+
+def test_hosts_of_one_profile_share_one_resolved_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hosts of one group chain without variables of their own get one resolved set (issue 26 item 1); a host
+    with its own values, and a chain whose template reads inventory_hostname, are resolved per host; a whole
+    check writes nothing into the shared set."""
+    write_tree(tmp_path, {
+        "hosts.yml": "all:\n  children:\n    dep:\n      children:\n"
+                     "        a: {hosts: {h1: , h2: , h3: , h4: {vllm_port: 9}}}\n"
+                     "        t: {hosts: {t1: , t2: , t3: {vllm_node: own}}}\n",
+        "group_vars/dep.yml": "vllm_version: 0.32.0\nvllm_pd_deployment: dep\nvllm_model: m\n",
+        "group_vars/a.yml": _ROLE + "vllm_port: 8000\n",
+        "group_vars/t.yml": _ROLE.replace("prefill", "decode") + "vllm_node: \"{{ inventory_hostname }}-n\"\n",
+        "host_vars/h3.yml": "vllm_port: 8001\n",
+    })
+    monkeypatch.chdir(tmp_path)
+    hosts = {hv.host: hv for hv in select.load(["hosts.yml"], loader="fast")}
+    h1, h2, h3, h4 = (hosts[n] for n in ("h1", "h2", "h3", "h4"))
+    assert h1.values is h2.values and h1.origins is h2.origins and h1.groups == h2.groups == ("a", "dep")
+    assert h3.values is not h1.values and h4.values is not h1.values
+    assert (h3.values["vllm_port"], h4.values["vllm_port"], h1.values["vllm_port"]) == (8001, 9, 8000)
+    assert (h3.origin("vllm_port").file, h1.origin("vllm_port").file) == ("host_vars/h3.yml", "group_vars/a.yml")
+    assert [hosts[n].values["vllm_node"] for n in ("t1", "t2", "t3")] == ["t1-n", "t2-n", "own"]
+    assert hosts["t1"].values is not hosts["t2"].values
+    before = {n: (dict(hv.values), dict(hv.origins)) for n, hv in hosts.items()}
+    core.lint(list(hosts.values()))
+    assert {n: (dict(hv.values), dict(hv.origins)) for n, hv in hosts.items()} == before

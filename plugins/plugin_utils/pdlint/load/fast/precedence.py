@@ -48,10 +48,13 @@ class _Prefixed:
 
 
 class _Resolved:
-    """Values, full-path origins and templated names of a set of variables (a host's groups, merged)."""
+    """Values, full-path origins and templated names of a set of variables (a host's groups, merged), and the
+    group_names of the hosts that read them. Hosts of one group chain without variables of their own are handed
+    these very dicts (a profile is resolved once, not per host): nothing downstream writes to a HostVars' dicts."""
 
-    def __init__(self, data: dict[str, Var], prefixed: _Prefixed) -> None:
+    def __init__(self, data: dict[str, Var], prefixed: _Prefixed, names: tuple[str, ...] = ()) -> None:
         self.data = data
+        self.names = names
         self.values: dict[str, Any] = {}
         self.origins: dict[Any, Any] = {}
         self.templated: set[str] = set()
@@ -63,9 +66,14 @@ class _Resolved:
             self.origins.update(full)
 
 
-def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefixed,
-               groups: tuple[str, ...] = ()) -> HostVars | None:
-    """The group-level values overridden by the host's own; None when a value is a template (Ansible renders it)."""
+def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefixed) -> HostVars | None:
+    """The group-level values overridden by the host's own; None when a value is a template (Ansible renders it).
+
+    Nothing but its name depends on the host when it has no variables of its own: a template reading
+    inventory_hostname is a template, which the reference loader renders."""
+    if not own:
+        return None if base.templated else HostVars(host=name, values=base.values, origins=base.origins,
+                                                    groups=base.names)
     if base.templated - own.keys():
         return None
     values = dict(base.values)
@@ -79,12 +87,23 @@ def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefi
             return None
         values[key] = var[0]
         origins.update(full)
-    return HostVars(host=name, values=values, origins=origins, groups=groups)
+    return HostVars(host=name, values=values, origins=origins, groups=base.names)
 
 
 def _member(host: Host, ancestors: dict[str, set[str]]) -> set[str]:
     """The groups a host is in, directly or through a child group, `all` aside."""
     return set(host.groups).union(*(ancestors[g] for g in host.groups)) - {"all"}
+
+
+def _layered(inv: Inventory, groups: tuple[str, ...], by_name: VarsFiles) -> dict[str, Var]:
+    """Ansible's default VARIABLE_PRECEDENCE: inventory-file vars of all, then of the host's groups, then the
+    group_vars/ files of all, then of the groups; groups in (depth, priority, name) order."""
+    data = dict(inv.groups["all"].vars)
+    for g in groups:
+        data.update(inv.groups[g].vars)
+    data.update(by_name.of("group_vars", ["all"]))
+    data.update(by_name.of("group_vars", groups))
+    return data
 
 
 def resolve(inv: Inventory, names: Sequence[str], by_name: VarsFiles, ancestors: dict[str, set[str]],
@@ -95,23 +114,23 @@ def resolve(inv: Inventory, names: Sequence[str], by_name: VarsFiles, ancestors:
     prefixed = _Prefixed(getattr(memo, "prefixed", None))
     if memo is not None:
         memo.prefixed = prefixed
+    chains: dict[tuple[str, ...], tuple[str, ...]] = {}  # a host's direct groups -> all its groups, in order
     result: list[HostVars | None] = []
     for name in names:
         host = inv.hosts[name]
-        groups = tuple(sorted(_member(host, ancestors), key=lambda g: (depth[g], inv.groups[g].priority, g)))
-        if groups not in by_groups:
-            # Ansible's default VARIABLE_PRECEDENCE: inventory-file vars of all, then of the host's groups, then
-            # the group_vars/ files of all, then of the groups; groups in (depth, priority, name) order.
-            data = dict(inv.groups["all"].vars)
-            for g in groups:
-                data.update(inv.groups[g].vars)
-            data.update(by_name.of("group_vars", ["all"]))
-            data.update(by_name.of("group_vars", groups))
-            by_groups[groups] = _Resolved(data, prefixed)
-        own = dict(host.vars)
-        own.update(by_name.of("host_vars", [name]))
-        # Ansible's group_names: sorted, `all` aside (_member leaves it out already)
-        result.append(_host_vars(name, by_groups[groups], own, prefixed, tuple(sorted(groups))))
+        direct = tuple(host.groups)
+        groups = chains.get(direct)
+        if groups is None:
+            groups = chains[direct] = tuple(sorted(_member(host, ancestors),
+                                                   key=lambda g: (depth[g], inv.groups[g].priority, g)))
+        base = by_groups.get(groups)
+        if base is None:
+            # Ansible's group_names: sorted, `all` aside (_member leaves it out already)
+            base = by_groups[groups] = _Resolved(_layered(inv, groups, by_name), prefixed, tuple(sorted(groups)))
+        own = by_name.of("host_vars", [name])
+        if host.vars:
+            own = {**host.vars, **own}
+        result.append(_host_vars(name, base, own, prefixed))
     prefixed.done()
     return result
 
