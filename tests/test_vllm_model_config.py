@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
 import sys
 import types
 import zipfile
@@ -20,8 +19,11 @@ from typing import Any
 import pytest
 import vllm_source
 
-from pdlint.vllm import model_config, model_types
-from pdlint.vllm.releases import KNOWN, R, Release
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import model_table  # noqa: E402 - fetches the wheel as the table's generator does
+
+from pdlint.vllm import model_config, model_types  # noqa: E402
+from pdlint.vllm.releases import KNOWN, R, Release  # noqa: E402
 
 ROOTS = vllm_source.roots(KNOWN)
 _AIC = "aiconfigurator-core==0.12.0"
@@ -29,17 +31,11 @@ _AIC = "aiconfigurator-core==0.12.0"
 
 def _aiconfigurator() -> dict[str, dict[str, Any]]:
     """The model config.json files of aiconfigurator-core's wheel (fetched once, cached beside vLLM's)."""
-    folder = vllm_source.CACHE / "aiconfigurator-core-0.12.0"
-    wheels = sorted(folder.glob("*.whl"))
-    if not wheels:
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--disable-pip-version-check",
-                        _AIC, "-d", str(folder)], capture_output=True, timeout=600, check=False)
-        wheels = sorted(folder.glob("*.whl"))
-    if not wheels:
+    found_wheel = model_table.wheel(_AIC, vllm_source.CACHE)
+    if found_wheel is None:
         return {}
     found = {}
-    with zipfile.ZipFile(wheels[0]) as whl:
+    with zipfile.ZipFile(found_wheel) as whl:
         for info in whl.infolist():
             name = info.filename
             if "/model_configs/" in name and name.endswith("_config.json") and "quant" not in name \
