@@ -22,13 +22,7 @@ from ..paths import display
 from ..topology import facts
 from ..topology.types import ModelFacts
 from ..vllm import model_config, model_layers
-from ..vllm.releases import DEFAULT as DEFAULT_RELEASE
-from ..vllm.releases import Release, resolve
-
-
-def release_of(version: str) -> Release:
-    """The release whose derivation applies to a vllm_version string (the default when unreadable)."""
-    return resolve(version).release or DEFAULT_RELEASE
+from ..vllm.releases import Release, of_version
 
 
 def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[ModelFacts, str | None]:
@@ -70,7 +64,7 @@ class Lookup:
         return self._answers[key]
 
     def _answer(self, model: str | None, revision: str | None, version: str) -> ModelFacts:
-        release = release_of(version)
+        release = of_version(version)
         looked: list[str] = []
         found = self._entry(model, release, looked) if model else None
         if found is None and model and self.lookup is not None:

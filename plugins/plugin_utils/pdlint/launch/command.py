@@ -25,13 +25,6 @@ from .positions import Texts, locate
 ARGS = "vllm_args"
 
 
-def release_of(hv: HostVars) -> releases.Release:
-    """The release whose parser reads the host's command line: its vllm_version, else the newest."""
-    version = hv.values.get("vllm_version")
-    resolved = releases.resolve(version).release if isinstance(version, str) else None
-    return resolved or releases.DEFAULT
-
-
 @dataclasses.dataclass
 class _Host:
     """The host's values being rewritten: copies of its mappings, and what it found."""
@@ -57,7 +50,7 @@ def apply(hv: HostVars, texts: Texts) -> tuple[HostVars, list[Finding], set[str]
     if ARGS not in hv.values and not has_items:
         return hv, [], set()
     host = _Host(hv, texts, dict(hv.values), dict(hv.origins), set(hv.secrets))
-    release = release_of(hv)
+    release = releases.of_version(hv.values.get("vllm_version"))  # the parser of the host's release
     if ARGS in hv.values:
         _read(host, (ARGS,), release, host.values, (), lambda dest: "vllm_" + dest)
     if has_items and isinstance(items, list):

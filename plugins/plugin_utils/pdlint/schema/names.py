@@ -71,9 +71,7 @@ def typo_pattern(targets: Iterable[str]) -> str:
 
 
 def release_of(hv: HostVars) -> releases.Release:
-    version = hv.values.get("vllm_version")
-    resolved = releases.resolve(version).release if isinstance(version, str) else None
-    return resolved or releases.DEFAULT
+    return releases.of_version(hv.values.get("vllm_version"))
 
 
 def own(name: str, patterns: Iterable[str]) -> bool:

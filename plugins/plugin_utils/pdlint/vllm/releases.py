@@ -109,6 +109,13 @@ def resolve(text: str | None) -> Resolution:
                                          "(the newest known release before it) were applied")
 
 
+def of_version(value: object) -> Release:
+    """The release a vllm_version value selects (resolve()); the default for a value that is unset, not a string
+    or not a release (the schema reports those)."""
+    resolved = resolve(value).release if isinstance(value, str) else None
+    return resolved or DEFAULT
+
+
 def span_text(first: Release, last: Release) -> str:
     """`0.14.1 - 0.19.1`; `0.30.0 -` when the span runs to the newest release."""
     if last == NEWEST:
