@@ -20,6 +20,7 @@ HMA_FIELD = "disable_hybrid_kv_cache_manager"
 PARALLEL_FIELDS = frozenset(("pipeline_parallel_size", "data_parallel_size"))
 _UNDETECTED = ("does not check", "does not detect")  # how the vllm layer's messages say vLLM has no check
 _PP_INDICES = "vllm/distributed/utils.py get_pp_indices"
+_MIX_ORDER = ("sliding", "mamba", "linear", "full", "none")
 _KIND_NAMES = {"full": "full", "sliding": "sliding", "mamba": "Mamba", "linear": "linear", "none": "no-KV"}
 
 
@@ -86,8 +87,8 @@ def kind(facts: ModelFacts) -> str:
 
 
 def _mix(kinds: Sequence[str]) -> str:
-    counts = {k: kinds.count(k) for k in model_layers.KINDS if k in kinds}
-    return " + ".join(f"{n} {_KIND_NAMES[k]}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    """`12 sliding + 4 full`: the kinds other than full attention first, as the model card names them."""
+    return " + ".join(f"{kinds.count(k)} {_KIND_NAMES[k]}" for k in _MIX_ORDER if k in kinds)
 
 
 def stage_lines(inst: Instance, who: str) -> list[WhyLine]:
@@ -101,7 +102,8 @@ def stage_lines(inst: Instance, who: str) -> list[WhyLine]:
         if held is None:
             return [WhyLine("", f"{who}: vLLM refuses the PP partition (VLLM_PP_LAYER_PARTITION)", _PP_INDICES)]
         span = f"layers {start}-{start + len(held) - 1}" if held else "no layers"
-        out.append(WhyLine("", f"{who} stage {stage}: {span}, {_mix(held)}", "" if stage else _PP_INDICES))
+        name = f"stage {stage} (both sides)" if who == "both sides" else f"{who} stage {stage}"
+        out.append(WhyLine("", f"{name}: {span}, {_mix(held)}", "" if stage else _PP_INDICES))
         start += len(held)
     return out
 
