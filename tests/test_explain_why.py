@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import ROOT, readme_snippet
+from pdlint.cli import main
 from pdlint.engine import core as engine
 from pdlint.explain import as_json, markdown, text
 from pdlint.explain import html as as_html
@@ -36,6 +38,7 @@ CASES = list(itertools.product(RELEASES, MODELS, HMA, CONNECTORS, PPS))
 # setting), every port collision (one instance per host: only its own listeners collide), and the pair problems that
 # name PP or DP.
 PARALLEL_WORDS = ("pipeline_parallel_size", "PP ", " DP ", "DP rank")
+MODEL_WORDS = ("hybrid Mamba/KDA",)  # MoRIIO's hybrid-model pair problems (moriio.HYBRID): the model-kind block
 
 
 def _name(case: tuple[str, str, str, str, tuple[int, int]]) -> str:
@@ -81,7 +84,7 @@ PER_ENGINE = ("connector[config]", "port[collision]")
 def _belongs(f: Finding) -> bool:
     if f.rule in PER_ENGINE:
         return True
-    return f.rule.startswith("tp-ratio[") and any(w in f.message for w in PARALLEL_WORDS)
+    return f.rule.startswith("tp-ratio[") and any(w in f.message for w in (*PARALLEL_WORDS, *MODEL_WORDS))
 
 
 @pytest.mark.parametrize("case", CASES, ids=_name)
@@ -148,3 +151,14 @@ def test_every_format_carries_the_block(grid: tuple[list[Finding], dict[str, Pai
     dims = doc["deployments"][0]["pairs"][0]["why"]
     assert [d["name"] for d in dims] == ["HMA", "model kind", "PP/DP"]
     assert {"verdict": "", "text": line, "source": ""} in dims[1]["lines"]
+
+
+def test_readme_why_block_is_the_cli_output(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's example is what `pdlint explain tests/fixtures/explain/why` prints (text format)."""
+    monkeypatch.chdir(ROOT)
+    assert main(["explain", "tests/fixtures/explain/why"]) == 0
+    out = capsys.readouterr().out
+    snippet = readme_snippet("Each pair the rules judge also gets a why-block", "text").splitlines()
+    head, block = snippet[1], snippet[3:]
+    assert head in out.splitlines() and "\n".join(block) in out, out
+    assert max(map(len, out.splitlines())) <= 100

@@ -132,15 +132,19 @@ def _masked_pair(view: PairView, p: Engine, d: Engine, vault: Vault) -> PairView
         return view
     both = (*p.instances, *d.instances)
     hide = vault.any(both, *RANK_MAP, "kv_transfer_config")
+    hide_why = vault.any(both, *WHY)
+    note = "rank map not shown: it would show vault-encrypted values" if hide and view.links else view.note
+    if hide_why and view.why:
+        note = (f"{note}; " if note else "") + "why-block not shown: it would show vault-encrypted values"
     return dataclasses.replace(
         view, prefill=vault.value(p.instances, "instance_id", view.prefill),
         decode=vault.value(d.instances, "instance_id", view.decode),
         connector=vault.value(both, "kv_transfer_config.kv_connector", view.connector),
         release=vault.value(both, "version", view.release),
         links=() if hide else view.links, acks=None if hide else view.acks,
-        why=() if vault.any(both, *WHY) else view.why,
+        why=() if hide_why else view.why,
         acks_what=None if hide else view.acks_what,
-        note="rank map not shown: it would show vault-encrypted values" if hide and view.links else view.note)
+        note=note)
 
 
 def _pair(p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side, findings: tuple[Finding, ...]) -> PairView:

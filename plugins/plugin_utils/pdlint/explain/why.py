@@ -41,7 +41,15 @@ def why(p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side, problems: Sequence
     starts = {role: start_problems(e.lead, sp.release if role == "prefill" else sd.release)
               for role, e in (("prefill", p), ("decode", d))}
     collisions = [f for f in findings if self_collision(f) and any(set(f.hosts) <= set(e.hosts) for e in (p, d))]
-    return (_hma(p, d, starts), _model(p, d, starts), _parallel(sp, sd, problems, collisions))
+    return (_hma(p, d, starts), _model(p, d, starts, problems), _parallel(sp, sd, problems, collisions))
+
+
+# Pair problems about the model's layer kinds, told by the timeline step that raised them (its source).
+_MODEL_SOURCES = frozenset(step.source for step in moriio.HYBRID.steps)
+
+
+def model_problem(pr: vpair.Problem) -> bool:
+    return pr.source in _MODEL_SOURCES
 
 
 def _start_lines(starts: dict[str, list[tuple[str, str, str, str]]], hma_block: bool) -> list[WhyLine]:
@@ -108,7 +116,8 @@ def stage_lines(inst: Instance, who: str) -> list[WhyLine]:
     return out
 
 
-def _model(p: Engine, d: Engine, starts: dict[str, list[tuple[str, str, str, str]]]) -> Dimension:
+def _model(p: Engine, d: Engine, starts: dict[str, list[tuple[str, str, str, str]]],
+           problems: Sequence[vpair.Problem]) -> Dimension:
     same = p.lead.facts == d.lead.facts
     lines = []
     for e in (p, d) if not same else (p,):
@@ -119,7 +128,8 @@ def _model(p: Engine, d: Engine, starts: dict[str, list[tuple[str, str, str, str
         d.lead.env.get("VLLM_PP_LAYER_PARTITION")
     lines += stage_lines(p.lead, "both sides") if shared else stage_lines(p.lead, "prefill") + \
         stage_lines(d.lead, "decode")
-    verdicts = _start_lines(starts, False)
+    verdicts = _start_lines(starts, False) + [WhyLine(verdict(pr.message), pr.message, pr.source)
+                                              for pr in problems if model_problem(pr)]
     return Dimension("model kind", tuple(lines + (verdicts or [WhyLine("works", "the connector starts with these "
                                                                                 "layer kinds", "")])))
 
@@ -150,7 +160,7 @@ def _parallel(sp: vpair.Side, sd: vpair.Side, problems: Sequence[vpair.Problem],
     if max(sp.pp, sd.pp, sp.dp, sd.dp) > 1:  # PP 1 and DP 1: nothing for the connector to split
         lines += connector_lines(sp, sd)
     verdicts = [WhyLine(verdict(pr.message), pr.message, pr.source) for pr in problems  # messages name the side
-                if PARALLEL_FIELDS & set(pr.fields)]
+                if PARALLEL_FIELDS & set(pr.fields) and not model_problem(pr)]
     verdicts += [WhyLine(verdict(f.message), f.message,
                          moriio_config.SELF_COLLISION.step(sp.release).source if "MoRIIO" in f.message else "")
                  for f in collisions]
