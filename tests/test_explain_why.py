@@ -33,7 +33,12 @@ CONNECTORS = {"nixl-pull": ("NixlConnector", {}), "nixl-push": ("NixlPushConnect
               "moriio-read": ("MoRIIOConnector", {**_PROXY, "read_mode": "true"}),
               "moriio-write": ("MoRIIOConnector", {**_PROXY, "read_mode": "false"})}
 PPS = ((1, 1), (2, 1), (1, 2), (2, 2))
-CASES = list(itertools.product(RELEASES, MODELS, HMA, CONNECTORS, PPS))
+# DP per side too: 2 on one side (one instance, so its DP ranks share a host) with PP 1 and 2
+DPS = ((1, 1), (2, 1), (1, 2))
+CASES = [(*case, (1, 1)) for case in itertools.product(RELEASES, MODELS, HMA, CONNECTORS, PPS)] + [
+    (*case, dps) for case in itertools.product(RELEASES, ("full",), ("unset",), CONNECTORS, ((1, 1), (2, 2)))
+    for dps in DPS[1:]]
+Case = tuple[str, str, str, str, tuple[int, int], tuple[int, int]]
 # The findings of the why-block's dimensions: every connector[config] finding (the grid sets no other bad connector
 # setting), every port collision (one instance per host: only its own listeners collide), and the pair problems that
 # name PP or DP.
@@ -41,17 +46,18 @@ PARALLEL_WORDS = ("pipeline_parallel_size", "PP ", " DP ", "DP rank")
 MODEL_WORDS = ("hybrid Mamba/KDA",)  # MoRIIO's hybrid-model pair problems (moriio.HYBRID): the model-kind block
 
 
-def _name(case: tuple[str, str, str, str, tuple[int, int]]) -> str:
-    release, model, hma, conn, (pp_p, pp_d) = case
-    return f"{release}-{model}-{hma}-{conn}-pp{pp_p}{pp_d}"
+def _name(case: Case) -> str:
+    release, model, hma, conn, (pp_p, pp_d), (dp_p, dp_d) = case
+    return f"{release}-{model}-{hma}-{conn}-pp{pp_p}{pp_d}" + (f"-dp{dp_p}{dp_d}" if dp_p * dp_d > 1 else "")
 
 
-def _host(case: tuple[str, str, str, str, tuple[int, int]], role: str) -> dict[str, Any]:
-    release, model, hma, conn, pps = case
+def _host(case: Case, role: str) -> dict[str, Any]:
+    release, model, hma, conn, pps, dps = case
     cls, extra = CONNECTORS[conn]
     out: dict[str, Any] = {
         "vllm_pd_deployment": _name(case), "vllm_pd_role": role, "vllm_version": release, "vllm_model": MODELS[model],
         "vllm_tensor_parallel_size": 2, "vllm_pipeline_parallel_size": pps[role == "decode"],
+        "vllm_data_parallel_size": dps[role == "decode"],
         "vllm_kv_transfer_config": {"kv_connector": cls, "kv_role": "kv_producer" if role == "prefill" else
                                     "kv_consumer", **({"kv_connector_extra_config": extra} if extra else {})}}
     if HMA[hma] is not None:
@@ -89,7 +95,7 @@ def _belongs(f: Finding) -> bool:
 
 @pytest.mark.parametrize("case", CASES, ids=_name)
 def test_why_verdicts_are_the_rules_findings(grid: tuple[list[Finding], dict[str, PairView]],
-                                             case: tuple[str, str, str, str, tuple[int, int]]) -> None:
+                                             case: Case) -> None:
     found, pairs = grid
     view = pairs[_name(case)]
     assert [d.name for d in view.why] == ["HMA", "model kind", "PP/DP"], view
@@ -119,21 +125,24 @@ def test_grid_covers_every_verdict_kind(grid: tuple[list[Finding], dict[str, Pai
 
 @pytest.mark.parametrize(("case", "says"), [
     # HMA unset with NIXL in 0.31.0: SupportsHMA keeps it on; gpt-oss at PP 2 has 6 sliding + 6 full per stage
-    (("0.31.0", "sliding", "unset", "nixl-pull", (2, 1)),
+    (("0.31.0", "sliding", "unset", "nixl-pull", (2, 1), (1, 1)),
      ["both sides: HMA on (it is unset and NixlConnector implements SupportsHMA in vLLM 0.31.0)",
       "prefill stage 0: layers 0-11, 6 sliding + 6 full", "decode stage 0: layers 0-23, 12 sliding + 12 full",
       "fails: prefill pipeline_parallel_size 2 with the hybrid KV cache manager"]),
     # the Mamba hybrid needs HMA in 0.25.0: turning it off does not start the engine
-    (("0.25.0", "mamba", "off", "mooncake", (1, 1)),
+    (("0.25.0", "mamba", "off", "mooncake", (1, 1), (1, 1)),
      ["both sides: HMA off (vllm_disable_hybrid_kv_cache_manager is true)",
       "the model needs HMA in vLLM 0.25.0", "Mamba/SSM hybrid (linear attention), 40 layers",
       "stage 0 (both sides): layers 0-39, 30 linear + 10 full", "fails: prefill: Qwen/Qwen3.5-35B-A3B has Mamba/SSM"]),
     # MoRIIO: both PP stages of a TP rank listen on one port, a start-up hang vLLM does not report
-    (("0.31.0", "full", "unset", "moriio-read", (2, 1)),
+    (("0.31.0", "full", "unset", "moriio-read", (2, 1), (1, 1)),
      ["get_port_offset(dp_rank, tp_rank), the same port on every PP stage", "vLLM will not detect: "]),
+    # MoRIIO with prefill DP 2 x TP 2 on one host: DP rank 1 TP 0 takes DP rank 0 TP 1's port
+    (("0.31.0", "full", "unset", "moriio-read", (1, 1), (2, 1)),
+     ["prefill: PP 1, DP 2, TP 2", "vLLM will not detect: ", "MoRIIO handshake (DP 1, TP 0, PP 0) uses port"]),
 ])
 def test_why_block_text(grid: tuple[list[Finding], dict[str, PairView]],
-                        case: tuple[str, str, str, str, tuple[int, int]], says: list[str]) -> None:
+                        case: Case, says: list[str]) -> None:
     _found, pairs = grid
     view = pairs[_name(case)]
     shown = [line.shown for dim in view.why for line in dim.lines]
@@ -142,7 +151,7 @@ def test_why_block_text(grid: tuple[list[Finding], dict[str, PairView]],
 
 
 def test_every_format_carries_the_block(grid: tuple[list[Finding], dict[str, PairView]]) -> None:
-    view = grid[1][_name(("0.31.0", "sliding", "unset", "nixl-pull", (2, 1)))]
+    view = grid[1][_name(("0.31.0", "sliding", "unset", "nixl-pull", (2, 1), (1, 1)))]
     expl = Explanation((DeploymentView("d", ("0.31.0",), (), (view,), ()),), ())
     line = "prefill stage 1: layers 12-23, 6 sliding + 6 full"
     assert "      " + line in text.why_lines(view, False)

@@ -95,15 +95,17 @@ def _pair(pair: PairView, engines: dict[str, EngineView]) -> str:
     return "".join(out) + why_html(pair) + _findings(pair.findings)
 
 
+def _verdict_html(verdict: str) -> str:
+    return f"<b>{_e(VERDICTS[verdict])}</b>: " if verdict else ""
+
+
 def why_html(pair: PairView) -> str:
     """The pair's why-block: a heading and list per dimension, each verdict classed works/fails/undetected."""
     out = []
     for dim in pair.why:
         items = "".join(
-            f'<li class="{_e(line.verdict or "fact")}">' + (f"<b>{_e(VERDICTS[line.verdict])}</b>: " if line.verdict
-                                                              else "")
-            + _e(line.text) + (f" <code>{_e(line.source)}</code>" if line.source else "") + "</li>"
-            for line in dim.lines)
+            f'<li class="{_e(line.verdict or "fact")}">' + _verdict_html(line.verdict) + _e(line.text)
+            + (f" <code>{_e(line.source)}</code>" if line.source else "") + "</li>" for line in dim.lines)
         out.append(f"<h4>{_e(dim.name)}</h4><ul>{items}</ul>")
     return f'<div class="why">{"".join(out)}</div>' if out else ""
 
