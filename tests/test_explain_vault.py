@@ -73,6 +73,7 @@ def test_explain_masks_what_shows_a_vaulted_value(tmp_path: Path, monkeypatch: p
     assert ports[("d1", "NIXL side channel")] == "<vaulted>"  # its ranks and count would show the TP
     (pair,) = dep["pairs"]
     assert pair["links"] == [] and pair["acks"] is None and "vault" in pair["note"]
+    assert pair["why"] == [] and "why-block not shown" in pair["note"]  # its PP/DP lines would show the TP
 
 
 def test_explain_without_secrets_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

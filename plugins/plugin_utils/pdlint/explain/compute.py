@@ -12,7 +12,8 @@ from ..vllm import moriio, nixl, parallel, parallel_config, ports, ranks, regist
 from ..vllm import pair as vpair
 from ..vllm.releases import DEFAULT, resolve
 from .model import DeploymentView, EngineView, Explanation, Link, ModelView, PairView, Port, Worker
-from .vaulted import MASK, RANK_MAP, SHAPE, Vault
+from .vaulted import MASK, RANK_MAP, SHAPE, WHY, Vault
+from .why import why
 
 _PAIR_RULES = ("deployment[connector]",)
 
@@ -55,7 +56,10 @@ def _deployment(dep: Deployment, findings: list[Finding], judged: Judged, vault:
         sp, sd, problems = found if found else (vpair.Side.of(p.lead), vpair.Side.of(d.lead), ())
         rules = {pr.rule for pr in problems} | set(_PAIR_RULES)
         mine = _take(left, lambda f, rules=rules, p=p, d=d: f.rule in rules and _touches(f, p) and _touches(f, d))
-        pairs.append(_masked_pair(_pair(p, d, sp, sd, mine), p, d, vault))
+        view = _pair(p, d, sp, sd, mine)
+        if found:  # judged: both sides on one connector class
+            view = dataclasses.replace(view, why=why(p, d, sp, sd, problems, findings))
+        pairs.append(_masked_pair(view, p, d, vault))
     views = []
     for e in engines:
         mine = _take(left, lambda f, e=e: set(f.hosts) <= set(e.hosts) and _only(f, e, engines))
@@ -128,14 +132,19 @@ def _masked_pair(view: PairView, p: Engine, d: Engine, vault: Vault) -> PairView
         return view
     both = (*p.instances, *d.instances)
     hide = vault.any(both, *RANK_MAP, "kv_transfer_config")
+    hide_why = vault.any(both, *WHY)
+    note = "rank map not shown: it would show vault-encrypted values" if hide and view.links else view.note
+    if hide_why and view.why:
+        note = (f"{note}; " if note else "") + "why-block not shown: it would show vault-encrypted values"
     return dataclasses.replace(
         view, prefill=vault.value(p.instances, "instance_id", view.prefill),
         decode=vault.value(d.instances, "instance_id", view.decode),
         connector=vault.value(both, "kv_transfer_config.kv_connector", view.connector),
         release=vault.value(both, "version", view.release),
         links=() if hide else view.links, acks=None if hide else view.acks,
+        why=() if hide_why else view.why,
         acks_what=None if hide else view.acks_what,
-        note="rank map not shown: it would show vault-encrypted values" if hide and view.links else view.note)
+        note=note)
 
 
 def _pair(p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side, findings: tuple[Finding, ...]) -> PairView:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from html import escape
 
 from ..finding import Finding
-from .model import DeploymentView, EngineView, Explanation, PairView, acks_text
+from .model import VERDICTS, DeploymentView, EngineView, Explanation, PairView, acks_text
 from .text import gpus
 
 OPEN_UP_TO = 5  # deployments shown expanded; beyond, each is collapsed and the filter box finds them
@@ -21,6 +21,8 @@ th,td{border:1px solid #d8dee6;padding:2px 8px;text-align:left;vertical-align:to
 th{background:#eef2f7}
 .rejected{color:#b3261e;font-weight:700}.ok{color:#1e7b34;font-weight:700}
 .finding{margin:.2em 0}.error{color:#b3261e}.warning{color:#8a5a00}
+.why{margin:.2em 0 .6em}.why h4{margin:.3em 0 0}.why ul{margin:0;padding-left:1.4em}
+.why .fails,.why .undetected{color:#b3261e}.why .works{color:#1e7b34}.why code{color:#555;font-size:.9em}
 .grid{display:flex;flex-wrap:wrap;gap:3px;margin:.2em 0 .6em}
 .gpu{width:5.5em;height:3em;border-radius:4px;font-size:11px;padding:2px;box-sizing:border-box;color:#fff}
 .prefill{background:#2f6db5}.decode{background:#7a3fb0}
@@ -90,7 +92,22 @@ def _pair(pair: PairView, engines: dict[str, EngineView]) -> str:
     p, d = engines[pair.prefill], engines[pair.decode]
     if isinstance(p.tp, int) and isinstance(d.tp, int):  # a vaulted TP draws no ranks
         out.append(rank_graph(pair, p, d))
-    return "".join(out) + _findings(pair.findings)
+    return "".join(out) + why_html(pair) + _findings(pair.findings)
+
+
+def _verdict_html(verdict: str) -> str:
+    return f"<b>{_e(VERDICTS[verdict])}</b>: " if verdict else ""
+
+
+def why_html(pair: PairView) -> str:
+    """The pair's why-block: a heading and list per dimension, each verdict classed works/fails/undetected."""
+    out = []
+    for dim in pair.why:
+        items = "".join(
+            f'<li class="{_e(line.verdict or "fact")}">' + _verdict_html(line.verdict) + _e(line.text)
+            + (f" <code>{_e(line.source)}</code>" if line.source else "") + "</li>" for line in dim.lines)
+        out.append(f"<h4>{_e(dim.name)}</h4><ul>{items}</ul>")
+    return f'<div class="why">{"".join(out)}</div>' if out else ""
 
 
 def _gpu_grid(dep: DeploymentView) -> str:

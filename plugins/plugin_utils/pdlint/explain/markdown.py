@@ -1,7 +1,7 @@
 """The explain model as Markdown: summary tables and a Mermaid flowchart of each deployment's rank map."""
 from __future__ import annotations
 
-from .model import DeploymentView, Explanation, acks_text
+from .model import VERDICTS, DeploymentView, Explanation, PairView, acks_text
 from .text import gpus
 
 
@@ -58,6 +58,8 @@ def deployment(dep: DeploymentView) -> list[str]:
         rules = ", ".join(f"`{f.rule}`" for f in p.findings) or "-"
         out.append(f"| `{code(p.prefill)}` -> `{code(p.decode)}` | {status} | {how} | {acks} | {rules} |")
     out += ["", *mermaid(dep), ""]
+    for p in dep.pairs:
+        out += why_markdown(p)
     if dep.ports:
         out += ["| host | port | what | instance |", "|---|---|---|---|"]
         out += [f"| {cell(p.host)} | {cell(p.port)} | {cell(p.what)} | {cell(p.instance)} |" for p in dep.ports]
@@ -66,6 +68,18 @@ def deployment(dep: DeploymentView) -> list[str]:
                 *(f for p in dep.pairs for f in p.findings)]
     out += [f"- **{f.rule}** ({f.severity}) `{code(f.origin)}`: {cell(f.message)}" for f in sorted(findings)]
     return out + ([""] if findings else [])
+
+
+def why_markdown(pair: PairView) -> list[str]:
+    """`#### `p` -> `d`: why` and a nested list per dimension (verdicts in bold, sources as code)."""
+    if not pair.why:
+        return []
+    out = [f"#### `{code(pair.prefill)}` -> `{code(pair.decode)}`: why", ""]
+    for dim in pair.why:
+        out.append(f"- {dim.name}")
+        out += [f"  - {f'**{VERDICTS[line.verdict]}**: ' if line.verdict else ''}{cell(line.text)}"
+                + (f" `{code(line.source)}`" if line.source else "") for line in dim.lines]
+    return out + [""]
 
 
 def render(expl: Explanation, colour: bool = False) -> str:

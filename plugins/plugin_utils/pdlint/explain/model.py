@@ -80,6 +80,32 @@ def head_text(heads: tuple[int, ...], kv: str, replicated: bool = False) -> str:
     return f"{word} {','.join(runs)}" + (" (replicated)" if replicated else "")
 
 
+VERDICTS = {"works": "works", "fails": "fails", "undetected": "vLLM will not detect"}
+
+
+@dataclasses.dataclass(frozen=True)
+class WhyLine:
+    """One line of a pair's why-block: a fact (verdict "") or a verdict, with the vLLM source that decides it."""
+
+    verdict: str  # "" (a fact) | "works" | "fails" | "undetected" (the pair cannot work and vLLM does not say so)
+    text: str
+    source: str  # vLLM file and function; "" for a fact read from the inventory
+
+    @property
+    def shown(self) -> str:
+        """`fails: decode pipeline_parallel_size 2: ... [v1/nixl/base_worker.py ...]`."""
+        head = f"{VERDICTS[self.verdict]}: " if self.verdict else ""
+        return head + self.text + (f" [{self.source}]" if self.source else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Dimension:
+    """Why a pair works or not in one dimension: "HMA", "model kind" or "PP/DP"."""
+
+    name: str
+    lines: tuple[WhyLine, ...]
+
+
 @dataclasses.dataclass(frozen=True)
 class PairView:
     """A prefill/decode engine pair: the rank map vLLM computes for it, or why it has none."""
@@ -95,6 +121,7 @@ class PairView:
     acks_what: str | None  # singular: "completion notification", "MoRIIO release ack"
     note: str | None  # why links is empty, or a caveat
     findings: tuple[Finding, ...]
+    why: tuple[Dimension, ...] = ()  # per dimension, why the pair works or not (explain/why.py); () when unjudged
 
 
 def acks_text(pair: PairView) -> str:

@@ -84,7 +84,22 @@ def pair_lines(pair: PairView, colour: bool) -> list[str]:
     if pair.links:
         rows = [(d, ",".join(map(str, ranks)), heads) for d, ranks, heads in rank_rows(pair)]
         out += table(("decode rank", "prefill ranks", "KV heads moved"), rows)
-    return out + _findings(pair.findings, colour)
+    return out + why_lines(pair, colour) + _findings(pair.findings, colour)
+
+
+def why_lines(pair: PairView, colour: bool) -> list[str]:
+    """The pair's why-block: a heading per dimension, a wrapped line per fact and verdict (verdicts coloured)."""
+    out = []
+    for dim in pair.why:
+        out.append(f"    {dim.name}")
+        for line in dim.lines:
+            shown = line.shown
+            if line.verdict:
+                head, _sep, rest = shown.partition(": ")
+                shown = _paint(head, _GREEN if line.verdict == "works" else _RED, colour) + ": " + rest
+            out.extend(textwrap.wrap(shown, WIDTH + (len(shown) - len(line.shown)), initial_indent="      ",
+                                     subsequent_indent="        ", break_on_hyphens=False))
+    return out
 
 
 def deployment_lines(dep: DeploymentView, colour: bool) -> list[str]:

@@ -23,6 +23,8 @@ SHAPE = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
 # What a rank map (links, KV heads moved, acks) is computed from, besides the connector.
 RANK_MAP = ("tensor_parallel_size", "model", "model_num_attention_heads", "model_num_kv_heads", "model_is_mla",
             "model_has_ssm", "model_sliding_window")
+# What a pair's why-block (explain/why.py) reads: any of these vaulted and the block is not shown.
+WHY = (*SHAPE, *RANK_MAP, "kv_transfer_config", "version", "disable_hybrid_kv_cache_manager", "env", "revision")
 _BIND_FIELD = {"port": "port", "kv_port": "kv_transfer_config.kv_port"}
 
 

@@ -195,25 +195,35 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
 
 def _hma_problems(inst: Instance, release: Release) -> Iterator[tuple[str, str, str]]:
     """HMA on where the connector cannot run it, or off where the model cannot start without it."""
+    return ((field, message, fix) for field, message, fix, _unused in start_problems(inst, release))
+
+
+_CREATE = "v1/kv_connector/factory.py KVConnectorFactory.create_connector (SupportsHMA check)"
+
+
+def start_problems(inst: Instance, release: Release) -> list[tuple[str, str, str, str]]:
+    """(field, message, hint, vLLM source) of each way the engine's HMA setting and model keep it from starting
+    (connector[config] reports them; explain shows them per pair)."""
     no_off = hma.needs_hma(inst)  # turning HMA off is no fix for a model that cannot start without it
+    found = []
     failure = hma.failure(inst)
     if failure:
-        yield ("disable_hybrid_kv_cache_manager", failure, hma.off_fix(inst) if no_off else
-               "set vllm_disable_hybrid_kv_cache_manager: true (and the same on the instances it pairs with)")
+        found.append(("disable_hybrid_kv_cache_manager", failure, hma.off_fix(inst) if no_off else
+                      "set vllm_disable_hybrid_kv_cache_manager: true (and the same on the instances it pairs with)",
+                      _CREATE))
     elif hma.rejected(inst) and not composite.is_composite(inst):
-        yield ("disable_hybrid_kv_cache_manager",
-               (f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
-                "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA but "
-                "HMA is enabled\")"), hma.off_fix(inst) if no_off else
-               "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset")
-    found = hma.off_failure(inst)
-    if found:
-        yield ("disable_hybrid_kv_cache_manager", found[0], hma.off_fix(inst))
+        found.append(("disable_hybrid_kv_cache_manager",
+                      (f"{inst.connector} does not support the hybrid KV cache manager in vLLM {release}, but "
+                       "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA "
+                       "but HMA is enabled\")"), hma.off_fix(inst) if no_off else
+                      "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset", _CREATE))
+    off = hma.off_failure(inst)
+    if off:
+        found.append(("disable_hybrid_kv_cache_manager", off[0], hma.off_fix(inst), off[1]))
     layout = moriio_hybrid.nixl_layout(inst)
     if layout:
-        yield (f"env.{moriio_hybrid.CONV_ENV}", layout[0], moriio_hybrid.DS_HINT)
-    for where, message, fix, _unused in moriio_hybrid.moriio_start(inst):
-        yield (where, message, fix)
+        found.append((f"env.{moriio_hybrid.CONV_ENV}", layout[0], moriio_hybrid.DS_HINT, layout[1]))
+    return found + moriio_hybrid.moriio_start(inst)
 
 
 @rule("connector[config]")

@@ -117,6 +117,28 @@ def _off_because(inst: Instance) -> str:
     return f"it is unset and {inst.connector} does not support it, so VllmConfig.__post_init__ turns it off"
 
 
+def reason(inst: Instance) -> tuple[str, str]:
+    """(why enabled() resolved as it did, the vLLM source of that step) in the release's terms, for explain; a pure
+    accessor over the branches enabled() takes (it decides nothing)."""
+    release = registry_release(inst)
+    step = HMA_DEFAULT.step(release)
+    if enabled(inst):
+        if inst.disable_hma is False:
+            why = "vllm_disable_hybrid_kv_cache_manager is false"
+        elif not inst.connector:
+            why = "no kv connector is set"
+        else:
+            why = f"it is unset and {inst.connector} implements SupportsHMA in vLLM {release}"
+        return why, step.source
+    if dynamo_turns_off(inst):
+        return _off_because(inst), "vllm/dynamo_launcher.py disable_hybrid_kv_cache_manager_for_incompatible_pd_connector"
+    if step.value == "absent":
+        return f"vLLM {release} has no hybrid KV cache manager option", step.source
+    if not known(inst):
+        return f"it is unset and pdlint cannot see whether {inst.connector} supports it", step.source
+    return _off_because(inst), step.source
+
+
 def off_failure(inst: Instance) -> tuple[str, str] | None:
     """(message, vLLM source) when HMA resolved off keeps the instance's Mamba/SSM hybrid model from starting."""
     release = registry_release(inst)
