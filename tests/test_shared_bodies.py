@@ -64,7 +64,7 @@ def test_sharing_changes_no_finding(shape: str, tmp_path: Path, monkeypatch: pyt
     hosts = select.load(["."])
     shared = _findings(hosts)
     assert shared, "the generated fleets have findings to compare"
-    monkeypatch.setattr(build_module, "share_bodies", lambda instances: None)
+    monkeypatch.setattr(build_module, "share_bodies", lambda instances, copies=(): None)
     assert _findings(hosts) == shared
 
 
