@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 from ..config.value import Config
 from ..finding import Finding, rehosted
 from ..hostvars import HostVars, Profiles
+from ..vllm.cmdline import Parsed
 from . import command, mapping
 from .positions import Texts
 
@@ -39,11 +41,12 @@ def prepare(hosts: Sequence[HostVars], config: Config, overlay: Mapping[str, str
     found: list[Finding] = []
     files: set[str] = set()
     profiles: Profiles[tuple[HostVars, list[Finding]]] = Profiles(_key(config))
+    parsed: dict[Any, Parsed] = {}  # command lines by words, release and folder
     for hv in hosts:
         known = profiles.get(hv)
         if known is None:  # a shared profile is launched once: its hosts keep sharing one set of dicts
             done, mapped = mapping.apply(hv, config.variables)
-            done, more, read = command.apply(done, texts)
+            done, more, read = command.apply(done, texts, parsed)
             files |= read
             known = (hv, profiles.put(hv, (done, mapped + more)))
         first, (done, more) = known
