@@ -204,7 +204,8 @@ def test_a_shared_profile_whose_mapping_reads_inventory_hostname_is_mapped_per_h
         Mapped("vllm_node", "{{ inventory_hostname }}-n", at), Mapped("vllm_instance_id", "{{ group_names[0] }}", at),
         Mapped("vllm_tensor_parallel_size", "{{ 'x' ~ inventory_hostname }}", at)))
     result = core.lint(hosts, config)
-    assert [(i.host, i.node, i.instance_id) for i in result.topology.instances] == [("h1", "h1-n", "p"), ("h2", "h2-n", "p")]
+    assert [(i.host, i.node, i.instance_id) for i in result.topology.instances] == \
+        [("h1", "h1-n", "p"), ("h2", "h2-n", "p")]
     assert {f.message for f in result.findings if f.rule == "schema" and f.hosts == ("h1",)} == \
         {"vllm_tensor_parallel_size: 'xh1' is not an integer >= 1 and <= 65536"}
     assert [f.as_dict() for f in core.lint(_alone(hosts), config).findings] == [f.as_dict() for f in result.findings]

@@ -94,12 +94,12 @@ class Instance:
         """This instance as another host with the same values builds it: its id and node default to the host."""
         own_id = "instance_id" in self.origins and "instance_id" not in self.unresolved
         own_node = "node" in self.origins and "node" not in self.unresolved
-        # a copy of the fields as they are (dataclasses.replace would coerce nothing and cost 10x), with memos
+        # a copy of the fields as they are (dataclasses.replace runs __init__ again: ~10x the cost), with memos
         # of its own: per_instance functions may read the host; share_bodies gives it its body's shared dict
+        label = host if self.index is None else f"{host}[{self.index}]"
         copy = object.__new__(Instance)
-        copy.__dict__.update(self.__dict__, host=host, memo={}, shared={},
-                             node=self.node if own_node else host, instance_id=(
-                                 self.instance_id if own_id else host if self.index is None else f"{host}[{self.index}]"))
+        copy.__dict__.update(self.__dict__, host=host, memo={}, shared={}, node=self.node if own_node else host,
+                             instance_id=self.instance_id if own_id else label)
         return copy
 
     @property
