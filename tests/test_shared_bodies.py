@@ -3,14 +3,20 @@ scanned once, and neither changes a finding, an origin or a host list."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, write_tree
+from pdlint.config import value as configuration
+from pdlint.config.variables import Mapped
 from pdlint.engine import core
 from pdlint.finding import Origin
-from pdlint.hostvars import HostVars
+from pdlint.hostvars import KEY, HostVars, Unresolved
+from pdlint.launch import command
+from pdlint.schema import check as schema_check
 from pdlint.load import preflight, select
 from pdlint.load.fast import vars_events
 from pdlint.topology import build as build_module
@@ -64,7 +70,7 @@ def test_sharing_changes_no_finding(shape: str, tmp_path: Path, monkeypatch: pyt
     hosts = select.load(["."])
     shared = _findings(hosts)
     assert shared, "the generated fleets have findings to compare"
-    monkeypatch.setattr(build_module, "share_bodies", lambda instances: None)
+    monkeypatch.setattr(build_module, "share_bodies", lambda instances, *copies: None)
     assert _findings(hosts) == shared
 
 
@@ -148,3 +154,78 @@ def test_hosts_of_one_profile_share_one_resolved_set(tmp_path: Path, monkeypatch
     before = {n: (dict(hv.values), dict(hv.origins)) for n, hv in hosts.items()}
     core.lint(list(hosts.values()))
     assert {n: (dict(hv.values), dict(hv.origins)) for n, hv in hosts.items()} == before
+
+
+def _alone(hosts: list[HostVars]) -> list[HostVars]:
+    """The hosts with dicts of their own: no two share a profile, so each is built, checked and launched alone."""
+    return [dataclasses.replace(hv, values=dict(hv.values), origins=dict(hv.origins)) for hv in hosts]
+
+
+def _profile(names: list[str], values: dict[str, Any], file: str = "group_vars/p.yml",
+             groups: tuple[str, ...] = ("p",)) -> list[HostVars]:
+    origins = {(k,): Origin(file, i + 1, 1) for i, k in enumerate(values)}
+    origins.update({(k, KEY): Origin(file, i + 1, 1) for i, k in enumerate(values)})
+    return [HostVars(n, values, origins, groups=groups) for n in names]  # one values and one origins dict
+
+
+_BASE = {"vllm_version": "0.32.0", "vllm_pd_deployment": "dep", "vllm_model": "Qwen/Qwen3-8B",
+         "vllm_kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}
+
+
+def test_a_shared_profile_with_a_schema_error_is_checked_once_and_reported_for_each_host(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One check and one build per profile; every host is named, at the profile's file:line:col, as alone."""
+    bad = {**_BASE, "vllm_pd_role": "decode", "vllm_tensor_parallel_size": "four", "vllm_port": 8.0,
+           "vllm_instance_id": "e7", "vllm_env": {"N": "\u0663"}}
+    hosts = _profile(["d3", "d1", "d2"], bad) + _profile(["p1", "p2"], {**_BASE, "vllm_pd_role": "prefill"}, "g.yml")
+    hosts += _profile(["u1", "u2"], {**_BASE, "vllm_pd_role": Unresolved("template"), "vllm_node": "n"}, "u.yml")
+    calls = {"check": 0, "instance": 0}
+    check, instance = schema_check.check, build_module._instance
+    monkeypatch.setattr(schema_check, "check", lambda *a: calls.__setitem__("check", calls["check"] + 1) or check(*a))
+    monkeypatch.setattr(build_module, "_instance",
+                        lambda *a: calls.__setitem__("instance", calls["instance"] + 1) or instance(*a))
+    result = core.lint(hosts)
+    assert calls == {"check": 3, "instance": 3}  # one per profile, not one per host
+    assert [i.host for i in result.topology.instances] == ["d3", "d1", "d2", "p1", "p2"]
+    assert [(i.node, i.instance_id) for i in result.topology.instances[:2]] == [("d3", "e7"), ("d1", "e7")]
+    assert [u.host for u in result.topology.undecided] == ["u1", "u2"]
+    schema = [f for f in result.findings if f.rule == "schema"]
+    assert schema and all(f.hosts == ("d1", "d2", "d3") and f.origin.file == "group_vars/p.yml" for f in schema)
+    assert [f.as_dict() for f in core.lint(_alone(hosts)).findings] == [f.as_dict() for f in result.findings]
+
+
+def test_a_shared_profile_whose_mapping_reads_inventory_hostname_is_mapped_per_host() -> None:
+    """The config's mapping renders inventory_hostname per host; group_names and the rest once per profile."""
+    hosts = _profile(["h1", "h2"], {"role": "prefill", "dep": "chat", "vllm_version": "0.32.0",
+                                    "vllm_kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}})
+    at = Origin(".pdlint.yaml", 2, 3)
+    config = dataclasses.replace(configuration.DEFAULT, variables=(
+        Mapped("vllm_pd_role", "{{ role }}", at), Mapped("vllm_pd_deployment", "{{ dep }}", at),
+        Mapped("vllm_node", "{{ inventory_hostname }}-n", at), Mapped("vllm_instance_id", "{{ group_names[0] }}", at),
+        Mapped("vllm_tensor_parallel_size", "{{ 'x' ~ inventory_hostname }}", at)))
+    result = core.lint(hosts, config)
+    assert [(i.host, i.node, i.instance_id) for i in result.topology.instances] == \
+        [("h1", "h1-n", "p"), ("h2", "h2-n", "p")]
+    assert {f.message for f in result.findings if f.rule == "schema" and f.hosts == ("h1",)} == \
+        {"vllm_tensor_parallel_size: 'xh1' is not an integer >= 1 and <= 65536"}
+    assert [f.as_dict() for f in core.lint(_alone(hosts), config).findings] == [f.as_dict() for f in result.findings]
+
+
+def test_a_vllm_args_line_is_parsed_once_per_text_and_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One parse per distinct line and release, whether hosts share a profile or only the line; the findings
+    (the flag's own line and column) are each host's, as alone."""
+    line = "--tensor-parallel-size 4 --max-model-len 8k --bogus-flag 1"
+    common = {**_BASE, "vllm_pd_role": "prefill", "vllm_args": line}
+    hosts = _profile(["a1", "a2", "a3"], common) + _profile(["b1"], {**common, "vllm_port": 9000}) + \
+        _profile(["c1"], {**common, "vllm_version": "0.31.0"})
+    calls: list[str] = []
+    parse = command.cmdline.parse
+    monkeypatch.setattr(command.cmdline, "parse", lambda t, r, **k: calls.append(str(r)) or parse(t, r, **k))
+    result = core.lint(hosts)
+    assert sorted(calls) == ["0.31.0", "0.32.0"]
+    wrong = [f for f in result.findings if f.rule == "vllm-args[invalid]"]
+    assert wrong and {f.origin.file for f in wrong} == {"group_vars/p.yml"}
+    assert {h for f in wrong for h in f.hosts} == {"a1", "a2", "a3", "b1", "c1"}
+    assert [i.tp for i in result.topology.instances] == [4] * 5
+    calls.clear()
+    assert [f.as_dict() for f in core.lint(_alone(hosts)).findings] == [f.as_dict() for f in result.findings]

@@ -73,3 +73,9 @@ class Finding:
             "hosts": list(self.hosts),
             "deployment": self.deployment,
         }
+
+
+def rehosted(found: list[Finding], first: str, host: str) -> list[Finding]:
+    """found, made for host first, as host would have them: work done once for hosts that share their values
+    (the loaders hand hosts of one profile one values dict) is reported for each of them at the same places."""
+    return [dataclasses.replace(f, hosts=(host,)) if f.hosts == (first,) else f for f in found]

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any, Union
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, Generic, TypeVar, Union
 
 from .finding import UNKNOWN, Origin
 
@@ -70,3 +70,24 @@ def is_relevant(name: str, keep: frozenset[str] = frozenset()) -> bool:
 def is_template(text: str) -> bool:
     """Whether Ansible would render text: any Jinja start string, comments included (they render to nothing)."""
     return "{{" in text or "{%" in text or "{#" in text
+
+
+T = TypeVar("T")
+
+
+class Profiles(Generic[T]):
+    """Results of work done once per shared profile: the loaders hand hosts of one group chain without variables of
+    their own one values dict and one origins dict, so such hosts differ in their name alone. Each entry holds the
+    first host it was made for (its dicts' ids are not reused while the entry lives)."""
+
+    def __init__(self, key: Callable[[HostVars], Hashable] | None = None) -> None:
+        self.key = key or (lambda hv: (id(hv.values), id(hv.origins)))
+        self.made: dict[Hashable, tuple[HostVars, T]] = {}
+
+    def get(self, hv: HostVars) -> tuple[HostVars, T] | None:
+        """(the host it was made for, the result) for hv's profile, if made."""
+        return self.made.get(self.key(hv))
+
+    def put(self, hv: HostVars, result: T) -> T:
+        self.made[self.key(hv)] = (hv, result)
+        return result

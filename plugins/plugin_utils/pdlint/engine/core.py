@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..config import value as configuration
 from ..config.value import Config
-from ..finding import Finding, Origin
-from ..hostvars import HostVars
+from ..finding import Finding, Origin, rehosted
+from ..hostvars import HostVars, Profiles
 from ..launch import stage as launch
 from ..load import pd_look
 from ..load.model_files import Files
@@ -24,7 +24,14 @@ _last_seen: schema.Seen = {}  # the previous check's values (schema.check's `bef
 def _schema(hosts: Sequence[HostVars], own: tuple[str, ...] = ()) -> list[Finding]:
     global _last_seen
     seen: schema.Seen = {}
-    found = [f for hv in hosts for f in schema.check(hv, seen, _last_seen, own)]
+    profiles: Profiles[list[Finding]] = Profiles()  # a shared profile is checked once, reported for each host
+    found: list[Finding] = []
+    for hv in hosts:
+        known = profiles.get(hv)
+        if known is None:
+            found.extend(profiles.put(hv, list(schema.check(hv, seen, _last_seen, own))))
+        else:
+            found.extend(rehosted(known[1], known[0].host, hv.host))
     _last_seen = seen
     return found
 
@@ -77,9 +84,19 @@ def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars
     if config.vllm_version is None:
         return list(hosts)
     origin = Origin(config.version_source or config.source or "")
-    return [hv if "vllm_version" in hv.values else dataclasses.replace(
-        hv, values={**hv.values, "vllm_version": config.vllm_version},
-        origins={**hv.origins, ("vllm_version",): origin}) for hv in hosts]
+    profiles: Profiles[HostVars] = Profiles()  # hosts that shared their dicts share the new ones
+    out: list[HostVars] = []
+    for hv in hosts:
+        known = profiles.get(hv)
+        if "vllm_version" in hv.values:
+            out.append(hv)
+        elif known is not None:
+            out.append(dataclasses.replace(hv, values=known[1].values, origins=known[1].origins))
+        else:
+            out.append(profiles.put(hv, dataclasses.replace(
+                hv, values={**hv.values, "vllm_version": config.vllm_version},
+                origins={**hv.origins, ("vllm_version",): origin})))
+    return out
 
 
 def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT, files: Files | None = None,

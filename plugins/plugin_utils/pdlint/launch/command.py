@@ -36,20 +36,23 @@ class _Host:
     secrets: set[Path]
     findings: list[Finding] = dataclasses.field(default_factory=list)
     files: set[str] = dataclasses.field(default_factory=set)  # --config FILEs read (absolute)
+    parsed: dict[Any, cmdline.Parsed] = dataclasses.field(default_factory=dict)  # apply()'s memo
 
     def finding(self, origin: Origin, rule: str, message: str, hint: str | None = None,
                 severity: str = "error") -> None:
         self.findings.append(Finding(origin, rule, severity, message, hint, (self.hv.host,)))
 
 
-def apply(hv: HostVars, texts: Texts) -> tuple[HostVars, list[Finding], set[str]]:
+def apply(hv: HostVars, texts: Texts, parsed: dict[Any, cmdline.Parsed] | None = None,
+          ) -> tuple[HostVars, list[Finding], set[str]]:
     """hv with what its command lines set in the contract's names, the findings on them, and the files a
-    `--config FILE` made it read (a cached result depends on them)."""
+    `--config FILE` made it read (a cached result depends on them). parsed (one dict for one stage of many hosts)
+    remembers each line's parse by its words, release and folder: hosts of many profiles share one line."""
     items = hv.values.get("vllm_instances")
     has_items = isinstance(items, list) and any(isinstance(i, Mapping) and "args" in i for i in items)
     if ARGS not in hv.values and not has_items:
         return hv, [], set()
-    host = _Host(hv, texts, dict(hv.values), dict(hv.origins), set(hv.secrets))
+    host = _Host(hv, texts, dict(hv.values), dict(hv.origins), set(hv.secrets), parsed={} if parsed is None else parsed)
     release = releases.of_version(hv.values.get("vllm_version"))  # the parser of the host's release
     if ARGS in hv.values:
         _read(host, (ARGS,), release, host.values, (), lambda dest: "vllm_" + dest)
@@ -84,8 +87,8 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
         return
     where = _origins(host, path, tokens)
     launch = dynamo.read(tokens)
-    parsed = cmdline.parse(launch.rest if launch else _served(tokens, target, prefix, host), release,
-                           base_dir=_base_dir(host.hv.origin(*path)))
+    parsed = _parse(host, launch.rest if launch else _served(tokens, target, prefix, host), release,
+                    _base_dir(host.hv.origin(*path)))
     for problem in parsed.problems:
         origin = _origin_of(host, problem.token, where, host.hv.origin(*path))
         if launch and dynamo.unmodelled(problem):
@@ -101,6 +104,16 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
         _set(host, parsed, where, dest, given, target, prefix, key_of(dest), secret, path, not parsed.problems)
     if launch:
         _dynamo(host, launch, where, target, prefix, key_of, path)
+
+
+def _parse(host: _Host, tokens: list[cmdline.Token], release: releases.Release, base_dir: str | None) -> cmdline.Parsed:
+    """cmdline.parse, once per words, release and folder: tokens are values (text, place), so a line's parse
+    answers for every host whose line has those words at those places (its origins are the host's own)."""
+    key = (tuple(tokens), release, base_dir)
+    found = host.parsed.get(key)
+    if found is None:
+        found = host.parsed[key] = cmdline.parse(tokens, release, base_dir=base_dir)
+    return found
 
 
 def _dynamo(host: _Host, launch: dynamo.Launch, where: Mapping[cmdline.Token, Origin],

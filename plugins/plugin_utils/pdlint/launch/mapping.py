@@ -65,6 +65,11 @@ def names_read(expression: Any) -> frozenset[str]:
     return _parsed(expression) - MAGIC
 
 
+def reads_host(variables: Iterable[Mapped]) -> bool:
+    """Whether an expression reads inventory_hostname: then hosts that share their variables map differently."""
+    return any("inventory_hostname" in _parsed(m.expression) for m in variables)
+
+
 def keep_names(variables: Iterable[Mapped]) -> frozenset[str]:
     """What every loader must keep beside pdlint's own names for this mapping (select.load's keep_names)."""
     return frozenset(name for m in variables for name in names_read(m.expression))

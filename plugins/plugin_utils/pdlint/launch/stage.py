@@ -9,11 +9,14 @@ flag's own line and column inside a command line), so no rule knows how a value 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 from ..config.value import Config
-from ..finding import Finding
-from ..hostvars import HostVars
+from ..finding import Finding, rehosted
+from ..hostvars import HostVars, Profiles
+from ..vllm.cmdline import Parsed
 from . import command, mapping
 from .positions import Texts
 
@@ -37,11 +40,25 @@ def prepare(hosts: Sequence[HostVars], config: Config, overlay: Mapping[str, str
     out: list[HostVars] = []
     found: list[Finding] = []
     files: set[str] = set()
+    profiles: Profiles[tuple[HostVars, list[Finding]]] = Profiles(_key(config))
+    parsed: dict[Any, Parsed] = {}  # command lines by words, release and folder
     for hv in hosts:
-        hv, mapped = mapping.apply(hv, config.variables)
-        hv, more, read = command.apply(hv, texts)
-        out.append(hv)
-        found.extend(mapped)
-        found.extend(more)
-        files |= read
+        known = profiles.get(hv)
+        if known is None:  # a shared profile is launched once: its hosts keep sharing one set of dicts
+            done, mapped = mapping.apply(hv, config.variables)
+            done, more, read = command.apply(done, texts, parsed)
+            files |= read
+            known = (hv, profiles.put(hv, (done, mapped + more)))
+        first, (done, more) = known
+        out.append(done if first is hv else hv if done is first else dataclasses.replace(
+            hv, values=done.values, origins=done.origins, secrets=done.secrets, notes=done.notes))
+        found.extend(more if first is hv else rehosted(more, first.host, hv.host))
     return Launched(out, found, tuple(sorted(files)))
+
+
+def _key(config: Config) -> Callable[[HostVars], Hashable]:
+    """What a host's launch depends on: its dicts, notes, secrets and groups (group_names), and its name only when
+    the mapping reads inventory_hostname (the command line never does: its findings are re-issued per host)."""
+    named = mapping.reads_host(config.variables)
+    return lambda hv: (id(hv.values), id(hv.origins), tuple(hv.notes.items()), hv.secrets, hv.groups,
+                       hv.host if named else None)

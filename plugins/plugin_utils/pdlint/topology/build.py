@@ -1,13 +1,14 @@
 """Turn resolved host variables into a Topology (plus findings about values it cannot use)."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .. import NEWEST_VLLM, lax
 from ..contract import MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
-from ..finding import UNKNOWN, Finding, Origin
-from ..hostvars import HostVars, Unresolved
+from ..finding import UNKNOWN, Finding, Origin, rehosted
+from ..hostvars import HostVars, Profiles, Unresolved
 from . import facts
 from .coerce import as_int, coerce, kv_config, unreadable_number  # noqa: F401 - kv_config: schema.check imports it from here
 from .types import Deployment, Engine, Instance, Topology, Undecided, share_bodies
@@ -247,14 +248,25 @@ def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_loo
     problems: list[Finding] = []
     instances: list[Instance] = []
     undecided: list[Undecided] = []
+    firsts: list[tuple[Instance, Instance]] = []
+    copies: list[tuple[Instance, Instance]] = []  # (a profile's other host's instance, the first host's)
+    profiles: Profiles[tuple[list[tuple[Instance | None, Undecided | None]], list[Finding]]] = Profiles()
     for hv in hosts:
-        for src in _sources(hv):
-            inst = _instance(src, problems, models)
+        known = profiles.get(hv)
+        if known is None:  # a profile's first host: built; the others re-issue what it found under their name
+            mark = len(problems)
+            parts = [(inst, _undecided(src, inst)) for src in _sources(hv)
+                     for inst in (_instance(src, problems, models),)]
+            known = (hv, profiles.put(hv, (parts, problems[mark:])))
+        else:
+            problems.extend(rehosted(known[1][1], known[0].host, hv.host))
+        for inst, unsure in known[1][0]:
             if inst is not None:
-                instances.append(inst)
-            if (unsure := _undecided(src, inst)) is not None:
-                undecided.append(unsure)
-    share_bodies(instances)
+                instances.append(inst if known[0] is hv else inst.as_host(hv.host))
+                (firsts if known[0] is hv else copies).append((instances[-1], inst))
+            if unsure is not None:
+                undecided.append(unsure if known[0] is hv else dataclasses.replace(unsure, host=hv.host))
+    share_bodies((inst for inst, _unused in firsts), copies)
     by_dep: dict[str, dict[str, dict[str, list[Instance]]]] = {}
     for inst in instances:
         if inst.deployment is None:

@@ -90,6 +90,18 @@ class Instance:
         """True when none of fields is unresolved (templated or vaulted)."""
         return not (self.unresolved and self.unresolved.intersection(fields))
 
+    def as_host(self, host: str) -> Instance:
+        """This instance as another host with the same values builds it: its id and node default to the host."""
+        own_id = "instance_id" in self.origins and "instance_id" not in self.unresolved
+        own_node = "node" in self.origins and "node" not in self.unresolved
+        # a copy of the fields as they are (dataclasses.replace runs __init__ again: ~10x the cost), with memos
+        # of its own: per_instance functions may read the host; share_bodies gives it its body's shared dict
+        label = host if self.index is None else f"{host}[{self.index}]"
+        copy = object.__new__(Instance)
+        copy.__dict__.update(self.__dict__, host=host, memo={}, shared={}, node=self.node if own_node else host,
+                             instance_id=self.instance_id if own_id else label)
+        return copy
+
     @property
     def gpus_per_node(self) -> int:
         """GPUs this instance uses on its node: TP x PP x local DP, split over nnodes."""
@@ -135,16 +147,19 @@ _NOT_BODY = frozenset(("host", "instance_id", "node", "deployment", "origins", "
 _BODY = tuple(f.name for f in dataclasses.fields(Instance) if f.name not in _NOT_BODY)
 
 
-def share_bodies(instances: Iterable[Instance]) -> None:
+def share_bodies(instances: Iterable[Instance], copies: Iterable[tuple[Instance, Instance]] = ()) -> None:
     """Give instances of one body one shared memo. The key is the repr of every body field and of the names
     the origins cover (shape_of asks which are set): repr tells 1, 1.0 and True apart, and a repr that two equal
-    values do not share (a set's order) only costs a second computation."""
+    values do not share (a set's order) only costs a second computation. copies: (copy, instance) pairs, each
+    Instance.as_host of an instance among instances (not repeated in them)."""
     bodies: dict[str, dict[str, Any]] = {}
     get = operator.attrgetter(*_BODY)
     for inst in instances:
         memo = bodies.setdefault(repr((get(inst), tuple(inst.origins))), inst.shared)
         if memo is not inst.shared:
             object.__setattr__(inst, "shared", memo)
+    for inst, first in copies:  # as_host's copies: the body of the instance they copy, whose repr is theirs
+        object.__setattr__(inst, "shared", first.shared)
 
 
 @dataclasses.dataclass(frozen=True)

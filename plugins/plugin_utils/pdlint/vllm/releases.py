@@ -55,6 +55,7 @@ def parse(text: object) -> Release | None:
     return Release(tuple(int(g or 0) for g in found.groups()))  # type: ignore[arg-type]
 
 
+@functools.lru_cache(maxsize=256)  # the span tables' literals, read on every command line parsed (cmdline_flex)
 def R(text: str) -> Release:  # noqa: N802 - reads like a literal in the span tables
     release = parse(text)
     if release is None:
