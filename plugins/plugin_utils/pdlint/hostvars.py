@@ -33,6 +33,9 @@ class HostVars:
     groups: tuple[str, ...] = ()
     # path -> where a value the mapping set came from ("mapped by .pdlint.yaml:3 from tp (group_vars/p.yml:2)")
     notes: Mapping[Path, str] = dataclasses.field(default_factory=dict)
+    # vault-encrypted files this host reads that were not decrypted (no password): any variable it does not set
+    # may be set there, so none of them is taken as unset
+    hidden: tuple[str, ...] = ()
 
     def origin(self, *path: str | int) -> Origin:
         """Origin of the value at path, else of the nearest enclosing value that has one."""
@@ -81,7 +84,7 @@ class Profiles(Generic[T]):
     first host it was made for (its dicts' ids are not reused while the entry lives)."""
 
     def __init__(self, key: Callable[[HostVars], Hashable] | None = None) -> None:
-        self.key = key or (lambda hv: (id(hv.values), id(hv.origins)))
+        self.key = key or (lambda hv: (id(hv.values), id(hv.origins), hv.hidden))
         self.made: dict[Hashable, tuple[HostVars, T]] = {}
 
     def get(self, hv: HostVars) -> tuple[HostVars, T] | None:

@@ -61,4 +61,4 @@ def _key(config: Config) -> Callable[[HostVars], Hashable]:
     the mapping reads inventory_hostname (the command line never does: its findings are re-issued per host)."""
     named = mapping.reads_host(config.variables)
     return lambda hv: (id(hv.values), id(hv.origins), tuple(hv.notes.items()), hv.secrets, hv.groups,
-                       hv.host if named else None)
+                       hv.hidden, hv.host if named else None)

@@ -105,6 +105,10 @@ def _instance(src: _Source, problems: list[Finding], models: facts.ModelLookup) 
             fields[_FIELDS[name]] = value
         elif name in _FACTS:
             fact_values[_FACTS[name]] = value
+    if hv.hidden and src.index is None:  # a vault-encrypted file it reads may set any name it does not
+        unresolved.update(name for name, _key in _READ if name not in origins)
+        unresolved.update(() if "kv_transfer_config" in origins else ("kv_transfer_config", *_KV))
+        unresolved.update(() if "env" in origins else ("env",))
     if fields.get("role") not in ("prefill", "decode"):
         return None
     if "deployment" not in fields and "pd_deployment" not in unresolved:
@@ -233,6 +237,9 @@ def _undecided(src: _Source, inst: Instance | None) -> Undecided | None:
         return None
     role, _unused = src.get("pd_role")
     dep, _unused = src.get("pd_deployment")
+    if src.hv.hidden and src.index is None:  # unset, but maybe set in a vault-encrypted file it reads
+        role = Unresolved("vault") if role is None else role
+        dep = Unresolved("vault") if dep is None else dep
     if not (isinstance(role, Unresolved) or isinstance(dep, Unresolved)):
         return None
     if not (isinstance(role, Unresolved) or role in ("prefill", "decode")):

@@ -178,6 +178,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
             notes.extend(groups.invalid_names([g.name for g in inventory.groups.values()], sources))
             notes.extend(vars_files.unmatched(sources, inventory.hosts, inventory.groups))
             encrypted = {display_path(p) for p in checked.encrypted}
+            locked = [] if password else _locked_entities(checked.encrypted)
             result = []
             for host in sorted(inventory.get_hosts(), key=lambda h: h.name):
                 if only is not None and host.name not in only:
@@ -187,7 +188,10 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
                 hv = tagged.host_vars(host.name, host_variables, render, keep_names)
                 # group_names as VariableManager sets it for a play (get_vars without a play leaves it out)
                 names = tuple(sorted(g.name for g in host.get_groups() if g.name != "all"))
-                result.append(_sealed(dataclasses.replace(hv, groups=names), encrypted))
+                hidden = tuple(path for kind, name, path in locked
+                               if (kind == "host_vars" and name == host.name)
+                               or (kind == "group_vars" and name in {"all", *names}))
+                result.append(_sealed(dataclasses.replace(hv, groups=names, hidden=hidden), encrypted))
             if only is None:
                 notes.extend(pd_look.silent_pass(result, [g.name for g in inventory.groups.values()],
                                                  checked.texts, list(sources)))
@@ -199,6 +203,18 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
         if inner is not None:
             raise inner from None
         raise LoadError(failure(exc, captured.get_warnings(), checked.yaml_errors)) from exc
+
+
+def _locked_entities(paths: list[str]) -> list[tuple[str, str, str]]:
+    """(group_vars or host_vars, the group or host it is for, display path) of each vault-encrypted vars file."""
+    found = []
+    for path in paths:
+        parts = os.path.normpath(path).split(os.sep)
+        at = max((i for i, part in enumerate(parts[:-1]) if part in ("group_vars", "host_vars")), default=None)
+        if at is not None:
+            entry = os.sep.join(parts[:at + 2])
+            found.append((parts[at], vars_files.entity(parts[at + 1], entry), display_path(path)))
+    return found
 
 
 def _sealed(hv: HostVars, encrypted: set[str]) -> HostVars:
