@@ -142,57 +142,74 @@ def scan_yaml(text: str, path: str, limits: Limits, feed: Callable[[type, Any], 
             raise refuse(path, f"YAML expands to more than {limits.max_nodes:,} nodes (an alias bomb?)",
                          "remove the aliases that multiply the document", mark.line + 1, mark.column + 1)
 
-    def place(size: int, event: Any, key: str | None) -> None:
-        """A finished node of this size goes into the enclosing collection (as key or value)."""
+    def keyed(parent: _Collection, key: str, event: Any) -> None:
+        """A key of a mapping: a duplicate warned, the first one kept (and, at the top level, listed)."""
+        first = parent.keys.get(key)
+        mark = event.start_mark
+        if first is not None:
+            result.duplicates.append(Finding(
+                Origin(display_path(path), mark.line + 1, mark.column + 1), "yaml[key-duplicates]", "warning",
+                f"duplicate key {key!r} (first at line {first}): Ansible silently keeps the later value",
+                "remove one of the two keys"))
+        else:
+            parent.keys[key] = mark.line + 1
+            if len(stack) == 1:
+                result.top_keys.append(key)
+
+    def place(size: int, event: Any) -> None:
+        """A finished collection or an alias goes into the enclosing collection (never as a key pdlint checks)."""
         if not stack:
             return
         parent = stack[-1]
         parent.size += size
-        if not parent.is_map:
-            return
-        if parent.at_key and key is not None and key != "<<":
-            first = parent.keys.get(key)
-            mark = event.start_mark
-            if first is not None:
-                result.duplicates.append(Finding(
-                    Origin(display_path(path), mark.line + 1, mark.column + 1), "yaml[key-duplicates]", "warning",
-                    f"duplicate key {key!r} (first at line {first}): Ansible silently keeps the later value",
-                    "remove one of the two keys"))
-            else:
-                parent.keys[key] = mark.line + 1
-                if len(stack) == 1:
-                    result.top_keys.append(key)
-        parent.at_key = not parent.at_key
+        if parent.is_map:
+            parent.at_key = not parent.at_key
 
     scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
     starts = {yaml.MappingStartEvent: True, yaml.SequenceStartEvent: False}
     ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     try:
-        for event in yaml.parse(text, Loader=loader):
-            kind = type(event)  # the most frequent events first: this loop runs once per YAML node
-            if kind is scalar:
-                count(1, event)
-                if event.anchor:
-                    anchors[event.anchor] = 1
-                place(1, event, event.value if event.implicit[0] or event.tag is None else None)
-            elif kind in starts:
-                if len(stack) >= limits.max_depth:
-                    mark = event.start_mark
-                    raise refuse(path, f"YAML nested deeper than {limits.max_depth} levels",
-                                 "flatten the structure", mark.line + 1, mark.column + 1)
-                count(1, event)
-                stack.append(_Collection(starts[kind], event.anchor, event))
-            elif kind in ends:
-                done = stack.pop()
-                if done.anchor:
-                    anchors[done.anchor] = done.size
-                place(done.size, done.start, None)
-            elif kind is alias:
-                size = anchors.get(event.anchor, 1)
-                count(size, event)
-                place(size, event, None)
-            if feed is not None:
-                feed(kind, event)
+        parser = loader(text)  # the pure-Python Reader refuses some texts already
+        try:
+            # parser.get_event until None, as yaml.parse's generator does with check_event: one call per event fewer.
+            next_event = parser.get_event
+            event = next_event()
+            while event is not None:
+                kind = type(event)  # the most frequent events first: this loop runs once per YAML node
+                if kind is scalar:  # count(1, event) and placing it written out: most nodes are scalars
+                    total += 1
+                    if total > limits.max_nodes:
+                        count(0, event)
+                    if event.anchor:
+                        anchors[event.anchor] = 1
+                    if stack:
+                        parent = stack[-1]
+                        parent.size += 1
+                        if parent.is_map:
+                            if parent.at_key and (event.implicit[0] or event.tag is None) and event.value != "<<":
+                                keyed(parent, event.value, event)
+                            parent.at_key = not parent.at_key
+                elif kind in starts:
+                    if len(stack) >= limits.max_depth:
+                        mark = event.start_mark
+                        raise refuse(path, f"YAML nested deeper than {limits.max_depth} levels",
+                                     "flatten the structure", mark.line + 1, mark.column + 1)
+                    count(1, event)
+                    stack.append(_Collection(starts[kind], event.anchor, event))
+                elif kind in ends:
+                    done = stack.pop()
+                    if done.anchor:
+                        anchors[done.anchor] = done.size
+                    place(done.size, done.start)
+                elif kind is alias:
+                    size = anchors.get(event.anchor, 1)
+                    count(size, event)
+                    place(size, event)
+                if feed is not None:
+                    feed(kind, event)
+                event = next_event()
+        finally:
+            parser.dispose()
     except yaml.YAMLError as exc:
         result.syntax_error = yaml_error(path, exc)
     return result

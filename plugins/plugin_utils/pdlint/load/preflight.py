@@ -64,7 +64,12 @@ def read_bounded(path: str, limits: Limits, overlay: Mapping[str, str] | None = 
             size = os.fstat(fh.fileno()).st_size
             if size > limits.max_file_bytes:
                 raise guard.oversize(path, size, limits)
-            return fh.read(limits.max_file_bytes + 1)
+            # read(n) allocates n bytes first: asking for the limit cost 8 MB per file, a tenth of a cold run at
+            # 10k. A file longer than its stat said (growing, or /proc's size 0) is read on, up to the limit.
+            data = fh.read(size + 1)
+            if len(data) > size:
+                data += fh.read(limits.max_file_bytes + 1 - len(data))
+            return data
     except OSError as exc:
         raise refuse(path, f"cannot read file: {exc.strerror}") from None
 
@@ -115,15 +120,20 @@ def _scan_vars(path: str, text: str, found: Preflight, limits: Limits, file: str
 
 
 def _refiled(variables: dict[str, Any], before: str, file: str) -> dict[str, Any]:
-    """A copy of a vars file's variables ({name: (value, {path: Origin})}) whose origins in before name file."""
-    made: dict[Origin, Origin] = {}
+    """A copy of a vars file's variables ({name: (value, {path: Origin})}) whose origins in before name file.
+
+    One copy per Origin object (the scan shares one between a key and its value), keyed by identity: hashing the
+    frozen dataclass and its __init__ cost more than the rest of the copy (a role's group_vars in every deployment)."""
+    made: dict[int, Origin] = {}
+    new = object.__new__
 
     def moved(origin: Origin) -> Origin:
         if origin.file != before:
             return origin
-        found = made.get(origin)
+        found = made.get(id(origin))
         if found is None:
-            found = made[origin] = Origin(file, origin.line, origin.column)
+            found = made[id(origin)] = new(Origin)
+            found.__dict__.update(file=file, line=origin.line, column=origin.column)  # what __init__ sets
         return found
 
     return {name: (_copied(value), {path: moved(o) for path, o in origins.items()})
