@@ -42,3 +42,24 @@ def test_a_file_longer_than_its_stat_is_read_on(size: int, tmp_path: Path, monke
 
 def _fields(st: os.stat_result) -> dict[str, int]:
     return {name: getattr(st, name) for name in dir(st) if name.startswith("st_")}
+
+
+def test_the_fast_loader_asks_no_second_stat_of_a_walked_vars_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk stat'ed every vars file: matching their names to hosts and groups asks the file system again only
+    for entries it did not walk (an isdir per host_vars file was a tenth of the walk at 10k hosts)."""
+    from pdlint.load import unmatched_vars
+    from pdlint.load.fast import loader as fast
+
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "host_vars").mkdir()
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n" + "".join(f"    h{i}:\n" for i in range(20)))
+    for i in range(20):
+        (tmp_path / "host_vars" / f"h{i}.yml").write_text(f"vllm_port: {8000 + i}\n")
+    (tmp_path / "host_vars" / "gone.yml").mkdir()  # a directory named like a file: still asked, still reported
+    asked: list[str] = []
+    real = unmatched_vars.os.path.isdir
+    monkeypatch.setattr(unmatched_vars.os.path, "isdir", lambda p: asked.append(p) or real(p))
+    notes: list = []
+    fast.load([str(tmp_path)], notes=notes)
+    assert [a for a in asked if "host_vars" in a and a.endswith(".yml")] == [str(tmp_path / "host_vars" / "gone.yml")]
+    assert [n.rule for n in notes] == ["inventory[unmatched-vars]"]
