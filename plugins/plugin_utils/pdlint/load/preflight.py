@@ -122,18 +122,18 @@ def _scan_vars(path: str, text: str, found: Preflight, limits: Limits, file: str
 def _refiled(variables: dict[str, Any], before: str, file: str) -> dict[str, Any]:
     """A copy of a vars file's variables ({name: (value, {path: Origin})}) whose origins in before name file.
 
-    One copy per Origin object (the scan shares one between a key and its value), keyed by identity: hashing the
-    frozen dataclass and its __init__ cost more than the rest of the copy (a role's group_vars in every deployment)."""
-    made: dict[int, Origin] = {}
-    new = object.__new__
+    One copy per place, shared by the origins naming it, as before; keyed by (line, column), since all name before:
+    hashing the frozen dataclass cost more than the rest of the copy (a role's group_vars text in every deployment).
+    Built by __init__: an instance whose __dict__ is asked for before its first attribute keeps a full dict."""
+    made: dict[tuple[int | None, int | None], Origin] = {}
 
     def moved(origin: Origin) -> Origin:
         if origin.file != before:
             return origin
-        found = made.get(id(origin))
+        place = (origin.line, origin.column)
+        found = made.get(place)
         if found is None:
-            found = made[id(origin)] = new(Origin)
-            found.__dict__.update(file=file, line=origin.line, column=origin.column)  # what __init__ sets
+            found = made[place] = Origin(file, origin.line, origin.column)
         return found
 
     return {name: (_copied(value), {path: moved(o) for path, o in origins.items()})
