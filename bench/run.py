@@ -1,6 +1,6 @@
 """Benchmark pdlint against the parse floor and its peers on generated P/D inventories (not a test).
 
-Usage: .venv/bin/python bench/run.py [--sizes 100,1000,10000] [--shapes bench,few,fleet] [--runs 5]
+Usage: .venv/bin/python bench/run.py [--sizes 100,1000,10000] [--shapes bench,few,fleet,args] [--runs 5]
                                       [--slow-runs-at-10k 1] [--no-peers] [--out DIR]
 
 Every tool runs as a fresh process (cold start included), through a small wrapper
@@ -110,7 +110,7 @@ def size_mb(path: Path) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="100,1000,10000")
-    ap.add_argument("--shapes", default="bench,few,fleet", help="inventory shapes of bench/generate.py")
+    ap.add_argument("--shapes", default="bench,few,fleet,args", help="inventory shapes of bench/generate.py")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--slow-runs-at-10k", type=int, default=1)
     ap.add_argument("--no-peers", action="store_true", help="only the floor and pdlint's fast path")

@@ -47,6 +47,18 @@ vllm_env: {VLLM_NIXL_SIDE_CHANNEL_HOST: "{{ inventory_hostname }}.fleet"}
 """
 _ROLE_D = "vllm_pd_role: decode\nvllm_tensor_parallel_size: 8\nvllm_kv_transfer_config: {kv_connector: NixlConnector}\n"
 _TUNE = "vllm_port: 8000\nvllm_block_size: 16\nvllm_port: 8001\n"
+# A role's engine as a command line (examples/role), once folded, once a list; the prefill one reads the host's name.
+_ARGS_P = """\
+vllm_pd_role: prefill
+vllm_args: >-
+  vllm serve m --tensor-parallel-size 4
+  --kv-transfer-config '{"kv_connector": "NixlConnector", "kv_role": "kv_producer"}'
+  --served-model-name "{{ inventory_hostname }}-m"
+"""
+_ARGS_D = """\
+vllm_pd_role: decode
+vllm_args: [vllm, serve, m, --tensor-parallel-size, "8", --kv-transfer-config, '{"kv_connector": "NixlConnector"}']
+"""
 
 CASES: dict[str, dict[str, str]] = {
     "priority-and-ties": {
@@ -193,6 +205,31 @@ CASES: dict[str, dict[str, str]] = {
         "group_vars/d.yml": _ROLE_D,
         "host_vars/p1.yml": "vllm_env: {VLLM_NIXL_SIDE_CHANNEL_HOST: own}\n",
         "host_vars/d1.yml": "vllm_port: 8002\n",
+    },
+    # The same with each role's engine a vllm_args command line in its group_vars (one text per role in every
+    # deployment), a host_vars file with a command line of its own, and one overriding only the port.
+    "shared-profiles-with-command-lines": {
+        "hosts.yml": """
+            all:
+              children:
+                dep0:
+                  children:
+                    dep0_p: {hosts: {p0: , p1: , p2: }}
+                    dep0_d: {hosts: {d0: , d1: , d2: , d3: {vllm_port: 7}}}
+                dep1:
+                  children:
+                    dep1_p: {hosts: {p3: , p4: }}
+                    dep1_d: {hosts: {d4: , d5: }}
+            """,
+        "group_vars/all.yml": "vllm_version: 0.32.0\n",
+        "group_vars/dep0.yml": "vllm_pd_deployment: dep0\n",
+        "group_vars/dep1.yml": "vllm_pd_deployment: dep1\n",
+        "group_vars/dep0_p.yml": _ARGS_P,
+        "group_vars/dep1_p.yml": _ARGS_P,
+        "group_vars/dep0_d.yml": _ARGS_D,
+        "group_vars/dep1_d.yml": _ARGS_D,
+        "host_vars/p1.yml": "vllm_args: vllm serve m --tensor-parallel-size 2\n",
+        "host_vars/d5.yml": "vllm_port: 8002\n",
     },
 }
 

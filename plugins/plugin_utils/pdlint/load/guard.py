@@ -121,6 +121,54 @@ class Scan:
     syntax_error: Finding | None = None
 
 
+class _Pass:
+    """One scan's state: the open collections, the anchors' sizes, the nodes counted so far."""
+
+    __slots__ = ("path", "limits", "result", "stack", "anchors", "total")
+
+    def __init__(self, path: str, limits: Limits) -> None:
+        self.path, self.limits, self.result = path, limits, Scan()
+        self.stack: list[_Collection] = []
+        self.anchors: dict[str, int] = {}
+        self.total = 0
+
+    def count(self, size: int, event: Any) -> None:
+        self.total += size
+        if self.total > self.limits.max_nodes:
+            mark = event.start_mark
+            raise refuse(self.path, f"YAML expands to more than {self.limits.max_nodes:,} nodes (an alias bomb?)",
+                         "remove the aliases that multiply the document", mark.line + 1, mark.column + 1)
+
+    def deeper(self, event: Any) -> None:
+        if len(self.stack) >= self.limits.max_depth:
+            mark = event.start_mark
+            raise refuse(self.path, f"YAML nested deeper than {self.limits.max_depth} levels",
+                         "flatten the structure", mark.line + 1, mark.column + 1)
+        self.count(1, event)
+
+    def keyed(self, parent: _Collection, key: str, event: Any) -> None:
+        """A key of a mapping: a duplicate warned, the first one kept (and, at the top level, listed)."""
+        first = parent.keys.get(key)
+        mark = event.start_mark
+        if first is not None:
+            self.result.duplicates.append(Finding(
+                Origin(display_path(self.path), mark.line + 1, mark.column + 1), "yaml[key-duplicates]", "warning",
+                f"duplicate key {key!r} (first at line {first}): Ansible silently keeps the later value",
+                "remove one of the two keys"))
+        else:
+            parent.keys[key] = mark.line + 1
+            if len(self.stack) == 1:
+                self.result.top_keys.append(key)
+
+    def place(self, size: int) -> None:
+        """A finished collection or an alias goes into the enclosing collection (never as a key checked here)."""
+        if self.stack:
+            parent = self.stack[-1]
+            parent.size += size
+            if parent.is_map:
+                parent.at_key = not parent.at_key
+
+
 def scan_yaml(text: str, path: str, limits: Limits, feed: Callable[[type, Any], None] | None = None) -> Scan:
     """Depth, alias expansion and duplicate keys of a YAML text; Refused when over a limit.
 
@@ -129,70 +177,53 @@ def scan_yaml(text: str, path: str, limits: Limits, feed: Callable[[type, Any], 
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    result = Scan()
-    stack: list[_Collection] = []
-    anchors: dict[str, int] = {}
-    total = 0
+    state = _Pass(path, limits)
+    try:
+        parser = loader(text)  # the pure-Python Reader refuses some texts already
+        try:
+            _events(yaml, parser, state, feed)
+        finally:
+            parser.dispose()
+    except yaml.YAMLError as exc:
+        state.result.syntax_error = yaml_error(path, exc)
+    return state.result
 
-    def count(size: int, event: Any) -> None:
-        nonlocal total
-        total += size
-        if total > limits.max_nodes:
-            mark = event.start_mark
-            raise refuse(path, f"YAML expands to more than {limits.max_nodes:,} nodes (an alias bomb?)",
-                         "remove the aliases that multiply the document", mark.line + 1, mark.column + 1)
 
-    def place(size: int, event: Any, key: str | None) -> None:
-        """A finished node of this size goes into the enclosing collection (as key or value)."""
-        if not stack:
-            return
-        parent = stack[-1]
-        parent.size += size
-        if not parent.is_map:
-            return
-        if parent.at_key and key is not None and key != "<<":
-            first = parent.keys.get(key)
-            mark = event.start_mark
-            if first is not None:
-                result.duplicates.append(Finding(
-                    Origin(display_path(path), mark.line + 1, mark.column + 1), "yaml[key-duplicates]", "warning",
-                    f"duplicate key {key!r} (first at line {first}): Ansible silently keeps the later value",
-                    "remove one of the two keys"))
-            else:
-                parent.keys[key] = mark.line + 1
-                if len(stack) == 1:
-                    result.top_keys.append(key)
-        parent.at_key = not parent.at_key
-
+def _events(yaml: Any, parser: Any, state: _Pass, feed: Callable[[type, Any], None] | None) -> None:
+    """parser.get_event until None, as yaml.parse's generator does with check_event (one call per event fewer)."""
     scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
     starts = {yaml.MappingStartEvent: True, yaml.SequenceStartEvent: False}
     ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
-    try:
-        for event in yaml.parse(text, Loader=loader):
-            kind = type(event)  # the most frequent events first: this loop runs once per YAML node
-            if kind is scalar:
-                count(1, event)
-                if event.anchor:
-                    anchors[event.anchor] = 1
-                place(1, event, event.value if event.implicit[0] or event.tag is None else None)
-            elif kind in starts:
-                if len(stack) >= limits.max_depth:
-                    mark = event.start_mark
-                    raise refuse(path, f"YAML nested deeper than {limits.max_depth} levels",
-                                 "flatten the structure", mark.line + 1, mark.column + 1)
-                count(1, event)
-                stack.append(_Collection(starts[kind], event.anchor, event))
-            elif kind in ends:
-                done = stack.pop()
-                if done.anchor:
-                    anchors[done.anchor] = done.size
-                place(done.size, done.start, None)
-            elif kind is alias:
-                size = anchors.get(event.anchor, 1)
-                count(size, event)
-                place(size, event, None)
-            if feed is not None:
-                feed(kind, event)
-    except yaml.YAMLError as exc:
-        result.syntax_error = yaml_error(path, exc)
-    return result
+    stack, anchors, max_nodes = state.stack, state.anchors, state.limits.max_nodes
+    next_event = parser.get_event
+    event = next_event()
+    while event is not None:
+        kind = type(event)  # the most frequent events first: this loop runs once per YAML node
+        if kind is scalar:  # count(1, event) and placing the node written out: most nodes are scalars
+            state.total += 1
+            if state.total > max_nodes:
+                state.count(0, event)
+            if event.anchor:
+                anchors[event.anchor] = 1
+            if stack:
+                parent = stack[-1]
+                parent.size += 1
+                if parent.is_map:
+                    if parent.at_key and (event.implicit[0] or event.tag is None) and event.value != "<<":
+                        state.keyed(parent, event.value, event)
+                    parent.at_key = not parent.at_key
+        elif kind in starts:
+            state.deeper(event)
+            stack.append(_Collection(starts[kind], event.anchor, event))
+        elif kind in ends:
+            done = stack.pop()
+            if done.anchor:
+                anchors[done.anchor] = done.size
+            state.place(done.size)
+        elif kind is alias:
+            size = anchors.get(event.anchor, 1)
+            state.count(size, event)
+            state.place(size)
+        if feed is not None:
+            feed(kind, event)
+        event = next_event()

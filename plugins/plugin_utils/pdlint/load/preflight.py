@@ -64,7 +64,12 @@ def read_bounded(path: str, limits: Limits, overlay: Mapping[str, str] | None = 
             size = os.fstat(fh.fileno()).st_size
             if size > limits.max_file_bytes:
                 raise guard.oversize(path, size, limits)
-            return fh.read(limits.max_file_bytes + 1)
+            # read(n) allocates n bytes first: asking for the limit cost 8 MB per file, a tenth of a cold run at
+            # 10k. A file longer than its stat said (growing, or /proc's size 0) is read on, up to the limit.
+            data = fh.read(size + 1)
+            if len(data) > size:
+                data += fh.read(limits.max_file_bytes + 1 - len(data))
+            return data
     except OSError as exc:
         raise refuse(path, f"cannot read file: {exc.strerror}") from None
 
@@ -115,15 +120,20 @@ def _scan_vars(path: str, text: str, found: Preflight, limits: Limits, file: str
 
 
 def _refiled(variables: dict[str, Any], before: str, file: str) -> dict[str, Any]:
-    """A copy of a vars file's variables ({name: (value, {path: Origin})}) whose origins in before name file."""
-    made: dict[Origin, Origin] = {}
+    """A copy of a vars file's variables ({name: (value, {path: Origin})}) whose origins in before name file.
+
+    One copy per place, shared by the origins naming it, as before; keyed by (line, column), since all name before:
+    hashing the frozen dataclass cost more than the rest of the copy (a role's group_vars text in every deployment).
+    Built by __init__: an instance whose __dict__ is asked for before its first attribute keeps a full dict."""
+    made: dict[tuple[int | None, int | None], Origin] = {}
 
     def moved(origin: Origin) -> Origin:
         if origin.file != before:
             return origin
-        found = made.get(origin)
+        place = (origin.line, origin.column)
+        found = made.get(place)
         if found is None:
-            found = made[origin] = Origin(file, origin.line, origin.column)
+            found = made[place] = Origin(file, origin.line, origin.column)
         return found
 
     return {name: (_copied(value), {path: moved(o) for path, o in origins.items()})

@@ -24,13 +24,18 @@ class Files:
         bases = {os.path.abspath(source_dir(s)) for s in sources}
         real = {b: os.path.realpath(b) for b in bases}
         memo = checked.memo
+        tops: dict[str, str | None] = {}  # a file's directory -> the source directory above it (one walk up each)
         for text in compose.yaml_files(checked):
             if text in checked.yaml_errors:  # read as INI, if at all
                 continue
-            base = os.path.dirname(text)
-            while base not in real and os.path.dirname(base) != base:
-                base = os.path.dirname(base)
-            key = real[base] + text[len(base):] if base in real else os.path.realpath(text)
+            folder = os.path.dirname(text)
+            if folder not in tops:
+                base = folder
+                while base not in real and os.path.dirname(base) != base:
+                    base = os.path.dirname(base)
+                tops[folder] = base if base in real else None
+            base = tops[folder]
+            key = real[base] + text[len(base):] if base is not None else os.path.realpath(text)
             if key in self.walked:  # the same file by a second path: composed, as it always was, for its errors
                 compose.compose(text, checked)
                 continue

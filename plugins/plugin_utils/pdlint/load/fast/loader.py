@@ -71,7 +71,7 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
         add_source(inv, source, files)
     inv.reconcile()
     structure = [*invalid_names(inv.groups, paths_only(sources), inv.declared),
-                 *vars_files.unmatched(sources, inv.hosts, inv.groups)]
+                 *vars_files.unmatched(sources, inv.hosts, inv.groups, frozenset(checked.vars_files))]
     if notes is not None:
         notes.extend(structure)
     names = sorted(inv.hosts)
