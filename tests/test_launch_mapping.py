@@ -2,6 +2,7 @@
 pointing at the role's variable, in the CLI (both loaders), explain, the play and the language server."""
 from __future__ import annotations
 
+import html
 import json
 import subprocess
 import sys
@@ -89,8 +90,10 @@ def test_explain_says_where_a_mapped_value_came_from(tmp_path, monkeypatch, caps
     mapped = json.loads(out)["mapped"]
     assert "d1: vllm_tensor_parallel_size mapped by .pdlint.yaml:4:30 from tp (group_vars/decode.yml:1:5)" in mapped
     assert "d1, p1: vllm_pd_role mapped by .pdlint.yaml:2:17" in mapped
-    code, out, _ = run(["explain", "hosts.yml"], capsys)
-    assert "p1: vllm_tensor_parallel_size mapped by .pdlint.yaml:4:30 from tp (group_vars/prefill.yml:1:5)" in out
+    line = "p1: vllm_tensor_parallel_size mapped by .pdlint.yaml:4:30 from tp (group_vars/prefill.yml:1:5)"
+    for fmt in ("text", "markdown", "html"):  # every format says it
+        code, out, _ = run(["explain", "hosts.yml", "--format", fmt], capsys)
+        assert line in (html.unescape(out) if fmt == "html" else out), fmt
 
 
 def test_a_hosts_own_contract_variable_wins(tmp_path, monkeypatch, capsys) -> None:

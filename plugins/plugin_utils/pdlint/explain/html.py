@@ -151,6 +151,9 @@ def render(expl: Explanation, colour: bool = False) -> str:
     is_open = len(expl.deployments) <= OPEN_UP_TO
     body = "".join(deployment(d, is_open) for d in expl.deployments)
     loose = f"<h2>Other findings</h2>{_findings(expl.findings)}" if expl.findings else ""
+    if expl.mapped:  # where a value the config file's `variables:` mapping set came from
+        loose += ("<h2>Values from the config file's variables:</h2><ul>"
+                  + "".join(f"<li>{_e(line)}</li>" for line in expl.mapped) + "</ul>")
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
             "script-src 'unsafe-inline'\"><title>pdlint explain</title>"
