@@ -103,6 +103,11 @@ def issue(side: Side, push: bool, other: Side | None = None) -> tuple[str, str, 
     if role == "decode" and side.kv_role == "kv_consumer":
         return (f"decode pipeline_parallel_size {pp}: NIXL in vLLM {rel} raises NotImplementedError "
                 "(\"NixlPushConnector consumer (decode) does not support pipeline_parallel_size > 1.\")", source, True)
+    if role == "decode" and not push and not side.ssm and _stage_check(side, other):
+        return (f"decode pipeline_parallel_size {pp}: NIXL pull in vLLM {rel} fails the first handshake: each decode "
+                f"stage checks {_which(rel)} against its own{_said(_stage_check(side, other))} (AssertionError "
+                "\"Number of KV layers must match between prefill and decode\")",
+                f"{source}; {pp_stages.CHECKED.step(rel).source}", True)
     if role == "decode":
         return (f"decode pipeline_parallel_size {pp}: NIXL in vLLM {rel} does not support decode-side PP "
                 f"(vLLM {rel} only rejects it for kv_role kv_consumer: completions are counted per consumer rank, "
@@ -112,9 +117,8 @@ def issue(side: Side, push: bool, other: Side | None = None) -> tuple[str, str, 
     found = _stage_check(side, other)
     if found == ():
         return None  # every checked stage registers as many KV layers as the decode (the others hold none)
-    said = f" ({_said(found)})" if found else ""
     message = (f"prefill pipeline_parallel_size {pp}: NIXL pull in vLLM {rel} fails the first handshake: the "
-               f"decode checks {_which(rel)} against all of its own{said} (AssertionError \"Number of KV "
+               f"decode checks {_which(rel)} against all of its own{_said(found)} (AssertionError \"Number of KV "
                "layers must match between prefill and decode\"); NixlPushConnector slices the decode's layers")
     return message, f"{source}; {pp_stages.CHECKED.step(rel).source}", True
 
@@ -132,14 +136,16 @@ def _stage_check(side: Side, other: Side | None) -> tuple[int, ...] | None:
     return () if found is None else found
 
 
-def _said(found: tuple[int, ...]) -> str:
+def _said(found: tuple[int, ...] | None) -> str:
+    if not found:
+        return ""
     d_rank, d_count, p_rank, p_count = found
-    return f"decode stage {d_rank} holds {d_count} KV layers, prefill stage {p_rank} {p_count}"
+    return f" (decode stage {d_rank} holds {d_count} KV layers, prefill stage {p_rank} {p_count})"
 
 
 def _which(rel: Release) -> str:
-    return {"last": "the prefill's last stage's layers (the only metadata it serves)",
-            "first": "the prefill's stage 0 layers (the only stage it asks)"}.get(
+    return {"last": "the layers of the prefill's last stage, the only metadata it serves,",
+            "first": "the layers of the prefill's stage 0, the only stage it asks,"}.get(
         pp_stages.CHECKED.at(rel), "each prefill stage's layers")
 
 
@@ -147,10 +153,9 @@ def _unsupported(side: Side, other: Side | None) -> str:
     rel, role, pp = side.release, side.role, side.pp
     found = _stage_check(side, other) if LAYERS.at(rel) else ()
     if found or found is None and other is not None and other.pp != pp and LAYERS.at(rel):
-        said = f" ({_said(found)})" if found else ""
         return (f"{role} pipeline_parallel_size {pp} with {other.pp if other else 1} on the other side: NIXL in "
                 f"vLLM {rel} has no pipeline-parallel support (handshake metadata is keyed by TP rank only, so the "
-                f"decode checks {_which(rel)}{said}: the handshake's layer-count assert fails, AssertionError)")
+                f"decode checks {_which(rel)}{_said(found)}: the handshake's layer-count assert fails, AssertionError)")
     return (f"{role} pipeline_parallel_size {pp}: NIXL in vLLM {rel} has no pipeline-parallel support "
             f"(vLLM {rel} does not check this: the handshake is keyed by TP rank only, so stages collide and KV "
             "of the other stages is never transferred)")
