@@ -43,7 +43,8 @@ LAYERS: Timeline[str | None] = history("tp-ratio[nixl]", Timeline(
     ("0.9.0", None, f"{_OLD}.add_remote_agent (no layer-count check)", "no check"),
     ("0.11.1", "AssertionError", (f"{_OLD}._validate_remote_agent_handshake (0.20.0+ v1/nixl/worker.py: `assert "
                                   "len(nixl_agent_meta.kv_caches_base_addr) == len(self.block_len_per_layer)`)"),
-     "a prefill whose stage holds fewer layers than the decode fails the handshake (bare AssertionError)"),
+     ("a decode stage whose KV layers (pp_stages.py: get_pp_indices, layers holding KV) differ from the checked "
+      "prefill stage's fails the handshake (bare AssertionError)")),
 ))
 
 # PP > 1 with the hybrid KV cache manager required: `_is_hma_required` is HMA on (the resolved

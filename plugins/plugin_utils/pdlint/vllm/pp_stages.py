@@ -25,7 +25,9 @@ _CORE = "v1/engine/core.py EngineCore.__init__"
 # The prefill stages whose metadata a pulling decode checks against its own stage.
 CHECKED: Timeline[str] = history("tp-ratio[nixl]", Timeline(
     "NIXL prefill PP stages the decode's handshake checks",
-    ("0.9.0", "last", (f"v1/worker/gpu_worker.py Worker.get_kv_connector_handshake_metadata ({{tp_rank: metadata}}); "
+    ("0.9.0", "own", "v1/nixl_connector.py NixlConnectorWorker._nixl_handshake_listener (base_port + tp_rank)",
+     "each worker serves its own metadata (no layer-count check)"),
+    ("0.11.1", "last", (f"v1/worker/gpu_worker.py Worker.get_kv_connector_handshake_metadata ({{tp_rank: metadata}}); "
                        f"{_CORE} (content.update over the workers' replies in rank order, PP-major: the last "
                        "stage's metadata wins for every TP rank)"),
      "the decode's every stage is checked against the prefill's last stage"),
@@ -56,7 +58,7 @@ def kv_counts(kinds: Sequence[str] | None, pp: int, env: Mapping[str, str], hma_
 def checked(release: Release, pp: int) -> tuple[int, ...]:
     """The prefill stages (of pp) whose registered layers the decode's handshake compares in release."""
     which = CHECKED.at(release)
-    if which == "last":
+    if which in ("last", "own"):  # "own": no merged metadata and no assert (nixl_pp.LAYERS); never compared
         return (pp - 1,)
     if which == "first":
         return (0,)
