@@ -28,8 +28,8 @@ CHECKED: Timeline[str] = history("tp-ratio[nixl]", Timeline(
     ("0.9.0", "own", "v1/nixl_connector.py NixlConnectorWorker._nixl_handshake_listener (base_port + tp_rank)",
      "each worker serves its own metadata (no layer-count check)"),
     ("0.11.1", "last", (f"v1/worker/gpu_worker.py Worker.get_kv_connector_handshake_metadata ({{tp_rank: metadata}}); "
-                       f"{_CORE} (content.update over the workers' replies in rank order, PP-major: the last "
-                       "stage's metadata wins for every TP rank)"),
+                        f"{_CORE} (content.update over the workers' replies in rank order, PP-major: the last "
+                        "stage's metadata wins for every TP rank)"),
      "the decode's every stage is checked against the prefill's last stage"),
     ("0.23.0", "all", "kv_connector/v1/base.py KVConnectorBase_V1.set_xfer_handshake_metadata_pp_aware",
      "(PP > 1 raises ValueError at engine start)"),
