@@ -12,9 +12,10 @@ import dataclasses
 from collections.abc import Iterator
 
 from .history import history
+from . import pp_stages
 from .pair import Problem, Side
 from .registry import registered
-from .releases import Timeline
+from .releases import Release, Timeline
 
 _OLD = "v1/nixl_connector.py NixlConnectorWorker"
 _W24 = "v1/nixl/base_worker.py NixlBaseConnectorWorker"
@@ -42,7 +43,8 @@ LAYERS: Timeline[str | None] = history("tp-ratio[nixl]", Timeline(
     ("0.9.0", None, f"{_OLD}.add_remote_agent (no layer-count check)", "no check"),
     ("0.11.1", "AssertionError", (f"{_OLD}._validate_remote_agent_handshake (0.20.0+ v1/nixl/worker.py: `assert "
                                   "len(nixl_agent_meta.kv_caches_base_addr) == len(self.block_len_per_layer)`)"),
-     "a prefill whose stage holds fewer layers than the decode fails the handshake (bare AssertionError)"),
+     ("a decode stage whose KV layers (pp_stages.py: get_pp_indices, layers holding KV) differ from the checked "
+      "prefill stage's fails the handshake (bare AssertionError)")),
 ))
 
 # PP > 1 with the hybrid KV cache manager required: `_is_hma_required` is HMA on (the resolved
@@ -73,9 +75,9 @@ def _layers(side: Side) -> str:
     return "Mamba/SSM" if side.ssm else f"sliding-window ({side.sliding_window})"
 
 
-def issue(side: Side, push: bool, other_pp: int | None = None) -> tuple[str, str, bool] | None:
-    """(message, vLLM source, vLLM raises) for side running PP > 1 in its release (other_pp: the other side's
-    PP); None: it works."""
+def issue(side: Side, push: bool, other: Side | None = None) -> tuple[str, str, bool] | None:
+    """(message, vLLM source, vLLM raises) for side running PP > 1 in its release (other: the other engine of the
+    pair, whose stages the handshake compares); None: it works."""
     rel, pp, role = side.release, side.pp, side.role
     if pp <= 1:
         return None
@@ -98,44 +100,81 @@ def issue(side: Side, push: bool, other_pp: int | None = None) -> tuple[str, str
                    "transfer.\")")
         return message, source, True
     if mode == "none":
-        return _unsupported(side, other_pp), source, False
+        return _unsupported(side, other), source, False
     if role == "decode" and side.kv_role == "kv_consumer":
         return (f"decode pipeline_parallel_size {pp}: NIXL in vLLM {rel} raises NotImplementedError "
                 "(\"NixlPushConnector consumer (decode) does not support pipeline_parallel_size > 1.\")", source, True)
+    if role == "decode" and not push and not side.ssm and _stage_check(side, other):
+        return (f"decode pipeline_parallel_size {pp}: NIXL pull in vLLM {rel} fails the first handshake: each decode "
+                f"stage checks {_which(rel)} against its own{_said(_stage_check(side, other))} (AssertionError "
+                "\"Number of KV layers must match between prefill and decode\")",
+                f"{source}; {pp_stages.CHECKED.step(rel).source}", True)
     if role == "decode":
         return (f"decode pipeline_parallel_size {pp}: NIXL in vLLM {rel} does not support decode-side PP "
                 f"(vLLM {rel} only rejects it for kv_role kv_consumer: completions are counted per consumer rank, "
                 "so requests never finish)", source, False)
-    if not push and not side.ssm:  # Mamba layers skip the assert (`elif not self._has_mamba`)
-        message = (f"prefill pipeline_parallel_size {pp}: NIXL pull in vLLM {rel} fails the first handshake: the "
-                   "decode checks each prefill stage's layers against all of its own (AssertionError \"Number of KV "
-                   "layers must match between prefill and decode\"); NixlPushConnector slices the decode's layers")
-        return message, source, True
-    return None
+    if push or side.ssm:  # push slices the decode's regions; Mamba layers skip the assert (`elif not self._has_mamba`)
+        return None
+    found = _stage_check(side, other)
+    if found == ():
+        return None  # every checked stage registers as many KV layers as the decode (the others hold none)
+    message = (f"prefill pipeline_parallel_size {pp}: NIXL pull in vLLM {rel} fails the first handshake: the "
+               f"decode checks {_which(rel)} against all of its own{_said(found)} (AssertionError \"Number of KV "
+               "layers must match between prefill and decode\"); NixlPushConnector slices the decode's layers")
+    return message, f"{source}; {pp_stages.CHECKED.step(rel).source}", True
 
 
-def _unsupported(side: Side, other_pp: int | None) -> str:
+def _stage_check(side: Side, other: Side | None) -> tuple[int, ...] | None:
+    """The handshake's layer-count verdict from each stage's KV layers: () all equal, (decode stage, layers,
+    prefill stage, layers) of a failing pair, None unknown (no layer kinds, a Mamba/SSM or HMA-pooled mix)."""
+    if other is None:
+        return None
+    p, d = (side, other) if side.role == "prefill" else (other, side)
+    counts = [pp_stages.kv_counts(s.layer_kinds, s.pp, dict(s.env), s.hma_on) for s in (p, d)]
+    if counts[0] is None or counts[1] is None:
+        return None
+    found = pp_stages.mismatch(counts[0], counts[1], pp_stages.checked(p.release, p.pp))
+    return () if found is None else found
+
+
+def _said(found: tuple[int, ...] | None) -> str:
+    if not found:
+        return ""
+    d_rank, d_count, p_rank, p_count = found
+    return f" (decode stage {d_rank} holds {d_count} KV layers, prefill stage {p_rank} {p_count})"
+
+
+def _which(rel: Release) -> str:
+    return {"last": "the layers of the prefill's last stage, the only metadata it serves,",
+            "first": "the layers of the prefill's stage 0, the only stage it asks,"}.get(
+        pp_stages.CHECKED.at(rel), "each prefill stage's layers")
+
+
+def _unsupported(side: Side, other: Side | None) -> str:
     rel, role, pp = side.release, side.role, side.pp
-    if other_pp is not None and other_pp != pp and LAYERS.at(rel):
-        return (f"{role} pipeline_parallel_size {pp} with {other_pp} on the other side: NIXL in vLLM {rel} has no "
-                "pipeline-parallel support (handshake metadata is keyed by TP rank only, so the decode sees one "
-                "stage's layers and the handshake's layer-count assert fails: AssertionError)")
+    found = _stage_check(side, other) if LAYERS.at(rel) else ()
+    if found or found is None and other is not None and other.pp != pp and LAYERS.at(rel):
+        return (f"{role} pipeline_parallel_size {pp} with {other.pp if other else 1} on the other side: NIXL in "
+                f"vLLM {rel} has no pipeline-parallel support (handshake metadata is keyed by TP rank only, so the "
+                f"decode checks {_which(rel)}{_said(found)}: the handshake's layer-count assert fails, AssertionError)")
     return (f"{role} pipeline_parallel_size {pp}: NIXL in vLLM {rel} has no pipeline-parallel support "
             f"(vLLM {rel} does not check this: the handshake is keyed by TP rank only, so stages collide and KV "
             "of the other stages is never transferred)")
 
 
-def fixes(side: Side, push: bool) -> list[str]:
+def fixes(side: Side, push: bool, other: Side | None = None) -> list[str]:
     """The changes that let side keep PP > 1 in its release (each passes issue()), besides PP 1."""
     found = []
-    if not push and registered(PUSH, side.release) and issue(dataclasses.replace(side, connector=PUSH), True) is None:
+    if not push and registered(PUSH, side.release) and \
+            issue(dataclasses.replace(side, connector=PUSH), True, other) is None:
         found.append(f"kv_connector {PUSH} on both sides")
     if side.hma_on and not side.ssm:  # Mamba/SSM layers need HMA (base_worker.py: assert self._is_hma_required)
         off = dataclasses.replace(side, hma=False, disable_hma=True)
-        if issue(off, push) is None:
+        other = dataclasses.replace(other, hma=False, disable_hma=True) if other is not None else None
+        if issue(off, push, other) is None:
             found.append("vllm_disable_hybrid_kv_cache_manager: true on both sides (NIXL hashes it)")
         elif not push and registered(PUSH, side.release) and \
-                issue(dataclasses.replace(off, connector=PUSH), True) is None:
+                issue(dataclasses.replace(off, connector=PUSH), True, other) is None:
             found.append(f"kv_connector {PUSH} with vllm_disable_hybrid_kv_cache_manager: true on both sides")
     return found
 
@@ -144,10 +183,10 @@ def pipeline(p: Side, d: Side) -> Iterator[Problem]:
     """A problem per side whose PP > 1 its release cannot run (pull: decode reads; push: prefill writes)."""
     push = is_push(p)
     for side, other in ((p, d), (d, p)):
-        found = issue(side, push, other.pp)
+        found = issue(side, push, other)
         if found is None:
             continue
         message, source, _unused = found
-        hint = "use pipeline_parallel_size 1" + "".join(f", or {fix}" for fix in fixes(side, push))
+        hint = "use pipeline_parallel_size 1" + "".join(f", or {fix}" for fix in fixes(side, push, other))
         yield Problem("tp-ratio[nixl]", side.role, ("pipeline_parallel_size",), message, source, hint=hint,
                       tp_fix=False)

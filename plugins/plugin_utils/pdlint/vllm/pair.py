@@ -39,6 +39,7 @@ class Side:
     kv_buffer_device: str | None = None
     extra: tuple[tuple[str, str], ...] = ()  # kv_connector_extra_config, values as str()
     env: tuple[tuple[str, str], ...] = ()
+    layer_kinds: tuple[str, ...] | None = None  # each layer's kind (model_layers.py), for each PP stage's mix
 
     @classmethod
     def of(cls, inst: Instance) -> Side:
@@ -55,7 +56,8 @@ class Side:
             sliding_window=inst.facts.sliding_window, hma=hma.enabled(inst),
             kv_role=view.kv_role if isinstance(view.kv_role, str) else None,  # any other is kv-role[invalid]s
             disable_hma=disable, extra=_items(view.extra), env=_items(inst.env),
-            kv_buffer_device=view.kv_buffer_device if isinstance(view.kv_buffer_device, str) else None)
+            kv_buffer_device=view.kv_buffer_device if isinstance(view.kv_buffer_device, str) else None,
+            layer_kinds=inst.facts.layer_kinds)
 
     @property
     def hma_on(self) -> bool:
