@@ -246,7 +246,10 @@ def config(topo: Topology) -> Iterator[Hit]:
     layout (VLLM_SSM_CONV_STATE_LAYOUT=DS; SD when unset): NIXL asserts it
     from 0.20.0, MoRIIO raises in read mode from 0.31.0 and in both modes
     from 0.33.0. MoRIIO under HMA: Mamba layers raise in 0.30.0, and write
-    mode with sliding-window layers raises from 0.30.0.
+    mode with sliding-window layers raises from 0.30.0. With HMA off and
+    PP > 1, up to 0.10.2 each PP stage groups its own layers: stages of
+    different mixes (full, full+sliding, sliding, Mamba) fail
+    unify_kv_cache_configs' assert (AssertionError at start).
 
     PASS:
 
