@@ -126,4 +126,3 @@ def mixed_partition(kinds: Sequence[str], pp: int) -> str | None:
     if len(counts) != pp - 1 or not mixed(kinds[start:]):
         return None
     return ",".join(str(c) for c in (*counts, len(kinds) - start))
-
