@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology, per_body
-from ..vllm import composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, view
+from ..vllm import composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, stage_specs, view
 from ..vllm import registry as connectors
 from ..vllm.releases import Release
 from .base import Hit, hit, rule, words
@@ -217,8 +217,10 @@ def start_problems(inst: Instance, release: Release) -> list[tuple[str, str, str
                        "vllm_disable_hybrid_kv_cache_manager is false (ValueError \"Connector ... does not support HMA "
                        "but HMA is enabled\")"), hma.off_fix(inst) if no_off else
                       "set vllm_disable_hybrid_kv_cache_manager: true, or leave it unset", _CREATE))
-    off = hma.off_failure(inst)
-    if off:
+    off, stages = hma.off_failure(inst), stage_specs.failure(inst)
+    if stages:  # every PP stage unifies on its own (a Mamba stage too): the engine's group assert raises first
+        found.append(("pipeline_parallel_size", stages[0], stage_specs.hint(inst), stages[1]))
+    elif off:
         found.append(("disable_hybrid_kv_cache_manager", off[0], hma.off_fix(inst), off[1]))
     layout = moriio_hybrid.nixl_layout(inst)
     if layout:
@@ -244,7 +246,10 @@ def config(topo: Topology) -> Iterator[Hit]:
     layout (VLLM_SSM_CONV_STATE_LAYOUT=DS; SD when unset): NIXL asserts it
     from 0.20.0, MoRIIO raises in read mode from 0.31.0 and in both modes
     from 0.33.0. MoRIIO under HMA: Mamba layers raise in 0.30.0, and write
-    mode with sliding-window layers raises from 0.30.0.
+    mode with sliding-window layers raises from 0.30.0. With HMA off and
+    PP > 1, up to 0.10.2 each PP stage groups its own layers: stages of
+    different mixes (full, full+sliding, sliding, Mamba) fail
+    unify_kv_cache_configs' assert (AssertionError at start).
 
     PASS:
 

@@ -1,4 +1,9 @@
-"""The hybrid KV cache manager (HMA) per release: whether an engine runs it, and why it would not start."""
+"""The hybrid KV cache manager (HMA) per release: whether an engine runs it, and why it would not start.
+
+With HMA off the layer specs are unified per worker (PP stage) up to 0.10.2 (EngineCore._initialize_kv_caches calls
+kv_cache_utils.get_kv_cache_config once per worker: vllm/stage_specs.py), and over the whole model from 0.11.0
+(kv_cache_utils.get_kv_cache_configs merges every worker's specs into global groups, projected onto each worker),
+so from 0.11.0 a PP stage's layer mix changes neither unify nor the groups NIXL and MoRIIO read."""
 from __future__ import annotations
 
 import dataclasses
