@@ -11,14 +11,16 @@ from __future__ import annotations
 import dataclasses
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.value import Config
 from ..finding import Finding, rehosted
 from ..hostvars import HostVars, Profiles
-from ..vllm.cmdline import Parsed
-from . import command, mapping
+from . import given, mapping
 from .positions import Texts
+
+if TYPE_CHECKING:
+    from ..vllm.cmdline import Parsed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,8 +48,14 @@ def prepare(hosts: Sequence[HostVars], config: Config, overlay: Mapping[str, str
         known = profiles.get(hv)
         if known is None:  # a shared profile is launched once: its hosts keep sharing one set of dicts
             done, mapped = mapping.apply(hv, config.variables)
-            done, more, read = command.apply(done, texts, parsed)
-            files |= read
+            more: list[Finding] = []
+            if given.command_line(done.values):
+                # vLLM's argument parser (its tables, regexes and argparse) costs milliseconds to import: only a
+                # host with a command line pays for it
+                from . import command
+
+                done, more, read = command.apply(done, texts, parsed)
+                files |= read
             known = (hv, profiles.put(hv, (done, mapped + more)))
         first, (done, more) = known
         out.append(done if first is hv else hv if done is first else dataclasses.replace(

@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import re
-from importlib import resources
 from typing import Any
 
 from .releases import Release
@@ -53,8 +53,9 @@ class Argument:
 
 @functools.cache
 def _table() -> dict[str, Any]:
-    text = resources.files(__package__).joinpath("data/args.json").read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
+    # beside the module, as topology/facts.py reads its table (importlib.resources would import zipfile for it)
+    with open(os.path.join(os.path.dirname(__file__), "data", "args.json"), encoding="utf-8") as fh:
+        data: dict[str, Any] = json.loads(fh.read())
     return data
 
 
