@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
@@ -98,6 +97,8 @@ def names(value: Any, key: str, where: str) -> tuple[str, ...]:
 
 def unknown_rule(name: str) -> str:
     """"unknown rule 'tp-raito'; did you mean tp-ratio?" with the closest ids and families."""
+    import difflib  # only to suggest a name: a run without a typo never imports it
+
     close = difflib.get_close_matches(name, sorted({*REGISTRY, *families()}), n=2, cutoff=0.6)
     maybe = f"; did you mean {' or '.join(close)}?" if close else ""
     return f"unknown rule {name!r}{maybe} (see `pdlint rules`)"

@@ -1,7 +1,6 @@
 """The `schema` rule: one host's variables against the generated JSON Schema (schema_doc), each error at its line."""
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterator
@@ -108,6 +107,8 @@ def _unknown(error: Any) -> Iterator[Problem]:
     if path and path[-1] in (_KV, "vllm_" + _KV):
         return  # release-aware: _kv_keys says what the host's vLLM release does with them
     for key in sorted(extras, key=str):
+        import difflib  # only to suggest a name: a run without a typo never imports it
+
         close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}?" if close else "known: " + ", ".join(known)
         if not path:
