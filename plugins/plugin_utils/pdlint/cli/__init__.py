@@ -62,9 +62,11 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
     said: list[str] = []  # the loader's informational lines, kept so a cached run repeats them
     limits = guard.Limits(max_file_bytes=args.max_file_size)
     static = not (args.allow_lookups or args.allow_inventory_plugins)
-    from ..launch.mapping import keep_names
+    kept: frozenset[str] = frozenset()  # the names the `variables:` mapping reads: the loaders keep them too
+    if config.variables:
+        from ..launch.mapping import keep_names
 
-    kept = keep_names(config.variables)  # the names the `variables:` mapping reads: the loaders keep them too
+        kept = keep_names(config.variables)
     # reloading some hosts (incremental) reads pdlint's names only: with a mapping, the whole inventory is loaded
     reusable = entry is not None and static and args.loader == "fast" and not args.vault_password_file and not kept
     keep = None
