@@ -14,10 +14,12 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "bench"))
 from generate import SHAPES, generate  # noqa: E402
 
-# imported only by a host with a command line, by a `variables:` mapping, by a run with a cache, by a value the quick
-# check cannot vouch for, by ansible-core's loader; hashlib (OpenSSL's library) only by the cache's store
-_LAZY = ("pdlint.vllm.cmdline", "pdlint.launch.command", "pdlint.launch.mapping", "pdlint.cache.runs",
-         "pdlint.cache.store", "pdlint.load.reference.loader", "jsonschema", "ansible", "hashlib", "zipfile")
+# imported only by a host with a command line, by a config with a `variables:` mapping or a `models:` table, by a run
+# with a cache, by a value the quick check cannot vouch for, by ansible-core's loader; hashlib (OpenSSL's library)
+# only by the cache's store
+_LAZY = ("pdlint.vllm.cmdline", "pdlint.launch.command", "pdlint.launch.mapping", "pdlint.config.variables",
+         "pdlint.config.models", "pdlint.cache.runs", "pdlint.cache.store", "pdlint.load.reference.loader",
+         "jsonschema", "ansible", "hashlib", "zipfile")
 _PROBE = """
 import json, sys
 from pdlint import cli

@@ -4,17 +4,17 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contract import VERSION_PATTERN
 from ..finding import SEVERITIES, Finding
 from ..rule_ids import IDS as REGISTRY
 from ..rule_ids import family
-from . import models as model_table
 from .errors import ConfigError
-from .models import ModelEntry
-from .variables import Lines, Mapped
-from .variables import parse as parse_variables
+
+if TYPE_CHECKING:  # the `models:` and `variables:` parsers are imported by a config that has them
+    from .models import ModelEntry
+    from .variables import Lines, Mapped
 
 KEYS = ("select", "ignore", "severity", "vllm_version", "strict", "own_variables", "models", "variables")
 
@@ -145,7 +145,19 @@ def parse(data: Any, source: str, table: str = "", base: str | None = None, line
         ignore=names(data.get("ignore") or [], f"{table}ignore", source),
         severity=_severity(data.get("severity") or {}, source, f"{table}severity"),
         vllm_version=version, strict=strict, source=source,
-        models=model_table.parse(data["models"], source, table, base) if data.get("models") is not None else {},
-        variables=parse_variables(data["variables"], source, f"{table}variables", lines)
+        models=_models(data["models"], source, table, base) if data.get("models") is not None else {},
+        variables=_variables(data["variables"], source, f"{table}variables", lines)
         if data.get("variables") is not None else (),
     )
+
+
+def _models(data: Any, source: str, table: str, base: str | None) -> Mapping[str, ModelEntry]:
+    from . import models
+
+    return models.parse(data, source, table, base)
+
+
+def _variables(data: Any, source: str, table: str, lines: Lines | None) -> tuple[Mapped, ...]:
+    from . import variables
+
+    return variables.parse(data, source, table, lines)
