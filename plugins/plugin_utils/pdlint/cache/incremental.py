@@ -168,7 +168,7 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
     if not deployments:
         raise _Stale  # perhaps no host takes part any more: only a whole run says so (load/pd_look.py)
     watched = [*watched, *(list(w) for w in watch([p for p in result.model_files
-                                                        if p not in {w[0] for w in watched}]))]
+                                                   if p not in {w[0] for w in watched}]))]
     return runs.Outcome(configuration.with_notes(notes, kept, config), suppressed, len(unit_of), deployments,
                         any(row[5] for row in all_rows), [], tuple(tuple(w) for w in watched),
                         state=(_VERSION, inventory, structure, by_name, inventory_files, all_rows, watched))

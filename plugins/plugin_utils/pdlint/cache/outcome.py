@@ -25,7 +25,6 @@ class Outcome:
     state: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
-
 def stamp(path: str | os.PathLike[str] | None) -> tuple[str, int, int, int, int] | None:
     """A file a result depends on besides the inventory (ansible.cfg, a vault password file), by its stat."""
     if path is None:

@@ -102,9 +102,9 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
 
         state = incremental.state(keep, loaded, result.found, result.topology, watched)
     return Outcome(configuration.with_notes(result.settled(notes), result.findings, config), result.suppressed,
-                        len(loaded),
-                        len(result.topology.deployments),
-                        any("version" not in i.origins for i in result.topology.instances), said, watched, state)
+                   len(loaded),
+                   len(result.topology.deployments),
+                   any("version" not in i.origins for i in result.topology.instances), said, watched, state)
 
 
 def _files(sources: list[str]) -> Files:
