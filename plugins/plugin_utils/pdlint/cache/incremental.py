@@ -27,6 +27,7 @@ from ..load.fast import inventory as fast_model
 from ..load.fast import loader as fast
 from ..load.layout import absolute_sources
 from . import runs, store, units
+from .outcome import watch
 
 _VERSION = 2
 
@@ -166,8 +167,8 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
     deployments = sum(1 for row in all_rows for k in row[1] if k[0] == "deployment")
     if not deployments:
         raise _Stale  # perhaps no host takes part any more: only a whole run says so (load/pd_look.py)
-    watched = [*watched, *(list(w) for w in runs.watch([p for p in result.model_files
-                                                        if p not in {w[0] for w in watched}]))]
+    watched = [*watched, *(list(w) for w in watch([p for p in result.model_files
+                                                   if p not in {w[0] for w in watched}]))]
     return runs.Outcome(configuration.with_notes(notes, kept, config), suppressed, len(unit_of), deployments,
                         any(row[5] for row in all_rows), [], tuple(tuple(w) for w in watched),
                         state=(_VERSION, inventory, structure, by_name, inventory_files, all_rows, watched))

@@ -5,10 +5,11 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .. import NEWEST_VLLM
-from ..cache import runs, store
+from ..cache.outcome import Outcome, stamp, watch
 from ..config import value as configuration
 from ..config.value import Config
 from ..finding import Finding
@@ -22,6 +23,9 @@ from . import pipe
 from .inputs import Unusable, inventory_for, prepare  # noqa: F401 - inventory_for: the hook's entry point
 from .options import parser
 
+if TYPE_CHECKING:
+    from ..cache.runs import Entry
+
 
 def _format(args: argparse.Namespace) -> str:
     if args.format:
@@ -33,19 +37,24 @@ class _NoHosts(Exception):
     """The inventory has no hosts."""
 
 
-def _entry(args: argparse.Namespace, sources: list[str], config: Config) -> runs.Entry | None:
+def _entry(args: argparse.Namespace, sources: list[str], config: Config) -> Entry | None:
     """The cache entry of one inventory's check (None: --no-cache, PDLINT_NO_CACHE, or not keyable)."""
-    if args.no_cache or store.disabled():
+    if args.no_cache:
+        return None
+    # the cache's modules (fingerprints, hashing, the store) only for a run that has a cache
+    from ..cache import runs, store
+
+    if store.disabled():
         return None
     vault = args.vault_password_file or os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE")
     settings = (args.loader, args.allow_lookups, args.allow_inventory_plugins, args.max_file_size,
-                args.vault_password_file, repr(config), runs.stamp(vault))
+                args.vault_password_file, repr(config), stamp(vault))
     return runs.entry(absolute_sources(sources), settings,
                       guard.Limits(max_file_bytes=args.max_file_size))
 
 
 def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes: list[Finding],
-             entry: runs.Entry | None) -> runs.Outcome:
+             entry: Entry | None) -> Outcome:
     """Load and check one inventory (with a cache entry: only what an edit touched, else with the on-disk per-file
     memo). Raises LoadError, _NoHosts."""
     from ..load import select
@@ -53,9 +62,11 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
     said: list[str] = []  # the loader's informational lines, kept so a cached run repeats them
     limits = guard.Limits(max_file_bytes=args.max_file_size)
     static = not (args.allow_lookups or args.allow_inventory_plugins)
-    from ..launch.mapping import keep_names
+    kept: frozenset[str] = frozenset()  # the names the `variables:` mapping reads: the loaders keep them too
+    if config.variables:
+        from ..launch.mapping import keep_names
 
-    kept = keep_names(config.variables)  # the names the `variables:` mapping reads: the loaders keep them too
+        kept = keep_names(config.variables)
     # reloading some hosts (incremental) reads pdlint's names only: with a mapping, the whole inventory is loaded
     reusable = entry is not None and static and args.loader == "fast" and not args.vault_password_file and not kept
     keep = None
@@ -84,21 +95,30 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
     from ..engine import core as engine
 
     result = engine.lint(loaded, config, _files(sources))
-    watched = runs.watch(result.model_files)
+    watched = watch(result.model_files)
     state = None
     if keep is not None and not said:
         from ..cache import incremental
 
         state = incremental.state(keep, loaded, result.found, result.topology, watched)
-    return runs.Outcome(configuration.with_notes(result.settled(notes), result.findings, config), result.suppressed,
-                        len(loaded),
-                        len(result.topology.deployments),
-                        any("version" not in i.origins for i in result.topology.instances), said, watched, state)
+    return Outcome(configuration.with_notes(result.settled(notes), result.findings, config), result.suppressed,
+                   len(loaded),
+                   len(result.topology.deployments),
+                   any("version" not in i.origins for i in result.topology.instances), said, watched, state)
 
 
 def _files(sources: list[str]) -> Files:
     """Where the model facts' config.json files are looked for: the inventory's folder, the Hugging Face cache."""
     return Files.of(sources)
+
+
+def _through(args: argparse.Namespace, entry: Entry | None, compute: Callable[[], Outcome]) -> Outcome:
+    """compute(), or the stored outcome of entry (runs.through); without a cache, nothing to store or reuse."""
+    if entry is None:
+        return compute()
+    from ..cache import runs
+
+    return runs.through(entry, compute, static=not (args.allow_lookups or args.allow_inventory_plugins))
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -120,8 +140,7 @@ def _lint(args: argparse.Namespace) -> int:
         notes: list[Finding] = []
         try:
             entry = _entry(args, sources, config)
-            outcome = runs.through(entry, lambda: _outcome(args, sources, config, notes, entry),
-                                   static=not (args.allow_lookups or args.allow_inventory_plugins))
+            outcome = _through(args, entry, lambda: _outcome(args, sources, config, notes, entry))
         except LoadError as exc:
             sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))
             return 2

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..paths import display, git_root
-from . import variables
 from .value import DEFAULT, Config, ConfigError, parse
+
+if TYPE_CHECKING:
+    from .variables import Lines
 
 NAMES = (".pdlint.yaml", "pyproject.toml")
 
@@ -46,6 +48,18 @@ def find(start: Path) -> Path | None:
     return None
 
 
+def _toml_lines(text: str) -> Lines:
+    from . import variables  # only a config with a `variables:` mapping reads where each entry is
+
+    return variables.toml_lines(text)
+
+
+def _yaml_lines(text: str) -> Lines:
+    from . import variables
+
+    return variables.yaml_lines(text)
+
+
 def read(path: Path) -> Config:
     """The Config in path, or ConfigError naming the file and the key."""
     shown = display(path)
@@ -53,7 +67,7 @@ def read(path: Path) -> Config:
         table, text = _pyproject(path)
         if table is None:
             raise ConfigError(f"{shown}: no [tool.pdlint] table")
-        lines = variables.toml_lines(text) if "variables" in table else None
+        lines = _toml_lines(text) if "variables" in table else None
         return parse(table, shown, "tool.pdlint.", str(path.resolve().parent), lines)
     import yaml  # only when a .pdlint.yaml is found: a run answered from the cache does not need it otherwise
 
@@ -68,7 +82,7 @@ def read(path: Path) -> Config:
         raise ConfigError(f"{where}: cannot parse: {exc.problem}") from None
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{shown}: cannot parse: {exc}".replace("\n", " ")) from None
-    lines = variables.yaml_lines(text) if isinstance(data, dict) and "variables" in data else None
+    lines = _yaml_lines(text) if isinstance(data, dict) and "variables" in data else None
     return parse({} if data is None else data, shown, base=str(path.resolve().parent), lines=lines)
 
 

@@ -2,20 +2,19 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contract import VERSION_PATTERN
 from ..finding import SEVERITIES, Finding
 from ..rule_ids import IDS as REGISTRY
 from ..rule_ids import family
-from . import models as model_table
 from .errors import ConfigError
-from .models import ModelEntry
-from .variables import Lines, Mapped
-from .variables import parse as parse_variables
+
+if TYPE_CHECKING:  # the `models:` and `variables:` parsers are imported by a config that has them
+    from .models import ModelEntry
+    from .variables import Lines, Mapped
 
 KEYS = ("select", "ignore", "severity", "vllm_version", "strict", "own_variables", "models", "variables")
 
@@ -98,6 +97,8 @@ def names(value: Any, key: str, where: str) -> tuple[str, ...]:
 
 def unknown_rule(name: str) -> str:
     """"unknown rule 'tp-raito'; did you mean tp-ratio?" with the closest ids and families."""
+    import difflib  # only to suggest a name: a run without a typo never imports it
+
     close = difflib.get_close_matches(name, sorted({*REGISTRY, *families()}), n=2, cutoff=0.6)
     maybe = f"; did you mean {' or '.join(close)}?" if close else ""
     return f"unknown rule {name!r}{maybe} (see `pdlint rules`)"
@@ -144,7 +145,19 @@ def parse(data: Any, source: str, table: str = "", base: str | None = None, line
         ignore=names(data.get("ignore") or [], f"{table}ignore", source),
         severity=_severity(data.get("severity") or {}, source, f"{table}severity"),
         vllm_version=version, strict=strict, source=source,
-        models=model_table.parse(data["models"], source, table, base) if data.get("models") is not None else {},
-        variables=parse_variables(data["variables"], source, f"{table}variables", lines)
+        models=_models(data["models"], source, table, base) if data.get("models") is not None else {},
+        variables=_variables(data["variables"], source, f"{table}variables", lines)
         if data.get("variables") is not None else (),
     )
+
+
+def _models(data: Any, source: str, table: str, base: str | None) -> Mapping[str, ModelEntry]:
+    from . import models
+
+    return models.parse(data, source, table, base)
+
+
+def _variables(data: Any, source: str, table: str, lines: Lines | None) -> tuple[Mapped, ...]:
+    from . import variables
+
+    return variables.parse(data, source, table, lines)

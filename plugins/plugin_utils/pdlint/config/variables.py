@@ -11,7 +11,6 @@ expressions. Each entry keeps where it is written, so a finding on a value it ma
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -37,6 +36,8 @@ class Mapped:
 
 def unknown_name(name: str) -> str:
     """"'vllm_tensor_paralel_size' is not a contract variable; did you mean vllm_tensor_parallel_size?"."""
+    import difflib  # only to suggest a name: a run without a typo never imports it
+
     close = difflib.get_close_matches(name, NAMES, n=2, cutoff=0.6)
     maybe = f"; did you mean {' or '.join(close)}?" if close else f" (known: {', '.join(NAMES)})"
     return f"{name!r} is not a contract variable{maybe}"

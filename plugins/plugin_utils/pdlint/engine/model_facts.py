@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config.models import ModelEntry
 from ..config.value import DEFAULT, Config
 from ..finding import Finding, Origin
 from ..load import model_files
@@ -23,6 +22,9 @@ from ..topology import facts
 from ..topology.types import ModelFacts
 from ..vllm import model_config, model_layers
 from ..vllm.releases import Release, of_version
+
+if TYPE_CHECKING:  # a config with a `models:` table imports it
+    from ..config.models import ModelEntry
 
 
 def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[ModelFacts, str | None]:

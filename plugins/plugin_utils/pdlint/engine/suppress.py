@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Iterable, Sequence
 
 from ..config.value import families, is_rule_name
@@ -48,6 +47,8 @@ def split(findings: Iterable[Finding], marks: Sequence[Entry]) -> tuple[list[Fin
 
 
 def _near(name: str) -> str | None:
+    import difflib  # only to suggest a name: a run without a typo never imports it
+
     close = difflib.get_close_matches(name, [*REGISTRY, *families()], n=1)
     return f"did you mean {close[0]}? (`pdlint rules` lists them)" if close else "`pdlint rules` lists the rule ids"
 

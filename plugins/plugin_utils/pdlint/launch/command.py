@@ -20,9 +20,8 @@ from ..paths import display_path
 from ..vllm import cmdline, dynamo_launcher, releases
 from ..yaml_text import yaml_text
 from . import dynamo
+from .given import ARGS, has_items_args
 from .positions import Texts, locate
-
-ARGS = "vllm_args"
 
 
 @dataclasses.dataclass
@@ -49,7 +48,7 @@ def apply(hv: HostVars, texts: Texts, parsed: dict[Any, cmdline.Parsed] | None =
     `--config FILE` made it read (a cached result depends on them). parsed (one dict for one stage of many hosts)
     remembers each line's parse by its words, release and folder: hosts of many profiles share one line."""
     items = hv.values.get("vllm_instances")
-    has_items = isinstance(items, list) and any(isinstance(i, Mapping) and "args" in i for i in items)
+    has_items = has_items_args(hv.values)
     if ARGS not in hv.values and not has_items:
         return hv, [], set()
     host = _Host(hv, texts, dict(hv.values), dict(hv.origins), set(hv.secrets), parsed={} if parsed is None else parsed)

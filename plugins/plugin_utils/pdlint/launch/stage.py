@@ -11,14 +11,16 @@ from __future__ import annotations
 import dataclasses
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.value import Config
 from ..finding import Finding, rehosted
 from ..hostvars import HostVars, Profiles
-from ..vllm.cmdline import Parsed
-from . import command, mapping
+from . import given
 from .positions import Texts
+
+if TYPE_CHECKING:
+    from ..vllm.cmdline import Parsed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,9 +47,15 @@ def prepare(hosts: Sequence[HostVars], config: Config, overlay: Mapping[str, str
     for hv in hosts:
         known = profiles.get(hv)
         if known is None:  # a shared profile is launched once: its hosts keep sharing one set of dicts
-            done, mapped = mapping.apply(hv, config.variables)
-            done, more, read = command.apply(done, texts, parsed)
-            files |= read
+            done, mapped = _mapped(hv, config)
+            more: list[Finding] = []
+            if given.command_line(done.values):
+                # vLLM's argument parser (its tables, regexes and argparse) costs milliseconds to import: only a
+                # host with a command line pays for it
+                from . import command
+
+                done, more, read = command.apply(done, texts, parsed)
+                files |= read
             known = (hv, profiles.put(hv, (done, mapped + more)))
         first, (done, more) = known
         out.append(done if first is hv else hv if done is first else dataclasses.replace(
@@ -56,9 +64,22 @@ def prepare(hosts: Sequence[HostVars], config: Config, overlay: Mapping[str, str
     return Launched(out, found, tuple(sorted(files)))
 
 
+def _mapped(hv: HostVars, config: Config) -> tuple[HostVars, list[Finding]]:
+    """mapping.apply, imported only for a config with a `variables:` mapping (without one it returns hv)."""
+    if not config.variables:
+        return hv, []
+    from . import mapping
+
+    return mapping.apply(hv, config.variables)
+
+
 def _key(config: Config) -> Callable[[HostVars], Hashable]:
     """What a host's launch depends on: its dicts, notes, secrets and groups (group_names), and its name only when
     the mapping reads inventory_hostname (the command line never does: its findings are re-issued per host)."""
-    named = mapping.reads_host(config.variables)
+    named = False
+    if config.variables:
+        from . import mapping
+
+        named = mapping.reads_host(config.variables)
     return lambda hv: (id(hv.values), id(hv.origins), tuple(hv.notes.items()), hv.secrets, hv.groups,
                        hv.hidden, hv.host if named else None)

@@ -1,9 +1,13 @@
 """What a file is, as the caches compare it: one stat tuple, one content digest, one racy window."""
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
+
+try:  # hashlib's own blake2b; importing hashlib also loads OpenSSL's library, which a run without a cache never uses
+    from _blake2 import blake2b
+except ImportError:  # a Python built without it: hashlib finds another
+    from hashlib import blake2b
 
 from .guard import Limits, Refused
 from .layout import VARS_DIRS
@@ -23,7 +27,7 @@ def stat_key(st: os.stat_result) -> StatKey:
 
 def digest(data: bytes) -> bytes:
     """The content digest every cache level keys and checks by."""
-    return hashlib.blake2b(data, digest_size=16).digest()
+    return blake2b(data, digest_size=16).digest()
 
 
 Stat = tuple[str, int, int, int, int, int, int]
@@ -46,7 +50,7 @@ def listing(path: str, listed: Mapping[str, list[str]] | None = None) -> Stat:
             names = sorted(os.listdir(path))
         except OSError:
             return (path, -1, -1, 0, 0, 0, 0)
-    digest = hashlib.blake2b("\0".join(names).encode("utf-8", "surrogateescape"), digest_size=8).digest()
+    digest = blake2b("\0".join(names).encode("utf-8", "surrogateescape"), digest_size=8).digest()
     return (path, -1, len(names), int.from_bytes(digest, "big"), 0, 0, 0)
 
 

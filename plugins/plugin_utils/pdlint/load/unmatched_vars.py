@@ -1,7 +1,6 @@
 """group_vars/ and host_vars/ entries that name no group or host: Ansible ignores them without a word."""
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Container, Iterable, Iterator, Sequence
 
@@ -53,6 +52,8 @@ def unmatched(sources: Sequence[str], hosts: Iterable[str], groups: Iterable[str
                 if name in members:
                     continue
                 what = "host" if kind == "host_vars" else "group"
+                import difflib  # only to suggest a name: a run without a typo never imports it
+
                 close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
                 yield Finding(
                     Origin(display_path(path)), "inventory[unmatched-vars]", "error",

@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-import textwrap
 from collections.abc import Callable, Iterable, Iterator
 
 from ..finding import Finding, Origin
@@ -41,6 +40,8 @@ class Rule:
 
     def examples(self) -> dict[str, str]:
         """The PASS and FAIL inventory snippets of the docstring (indented blocks)."""
+        import textwrap  # docs and tests read the examples, a run does not
+
         found: dict[str, str] = {}
         for label, block in re.findall(r"^(PASS|FAIL):\n\n((?:(?: {4}.*)?\n)+)", self.doc + "\n", re.M):
             found[label] = textwrap.dedent(block).strip("\n") + "\n"

@@ -1,7 +1,6 @@
 """The `schema` rule: one host's variables against the generated JSON Schema (schema_doc), each error at its line."""
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterator
@@ -12,7 +11,7 @@ from ..hostvars import HostVars, Unresolved, is_template
 from ..topology.build import kv_config
 from ..vllm.extra_keys import CHECKED_EXTRA
 from ..yaml_text import yaml_text
-from .document import SCHEMA_ID, dumps, expected, generate
+from .document import SCHEMA_ID, definitions_root, dumps, expected, generate, property_schema
 from .kv import Path, converted, finding, kv_keys, kv_paths, path_get, path_name, path_set
 from .names import CONTRACT
 from .names import check as own_names
@@ -108,6 +107,8 @@ def _unknown(error: Any) -> Iterator[Problem]:
     if path and path[-1] in (_KV, "vllm_" + _KV):
         return  # release-aware: _kv_keys says what the host's vLLM release does with them
     for key in sorted(extras, key=str):
+        import difflib  # only to suggest a name: a run without a typo never imports it
+
         close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}?" if close else "known: " + ", ".join(known)
         if not path:
@@ -210,16 +211,12 @@ def _variable_problems(name: str, value: Any) -> list[Problem]:
     return found
 
 
-_DOC: dict[str, Any] | None = None
-
-
 def _surely_valid(name: str, value: Any) -> bool:
-    """schema_quick vouches for the value (most values are valid: jsonschema is then never imported)."""
-    global _DOC
-    if _DOC is None:
-        _DOC = generate()
-    schema = _DOC["properties"].get(name)
-    return schema is not None and surely_valid(schema, value, _DOC)
+    """schema_quick vouches for the value (most values are valid: jsonschema is then never imported).
+
+    Only the variable's own property is built (and the definitions, for a $ref), not the whole document."""
+    schema = property_schema(name)
+    return schema is not None and surely_valid(schema, value, definitions_root())
 
 
 # Variables whose value check() rewrites before validating (a JSON kv_transfer_config string, read as its object),

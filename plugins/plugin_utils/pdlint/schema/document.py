@@ -1,6 +1,7 @@
 """The JSON Schema document (draft-07, what yaml-language-server handles best), generated from spec and extra_keys."""
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -178,15 +179,52 @@ def _argument(name: str) -> dict[str, Any]:
     return {**docs, **templated({"anyOf": [value, {"type": "null"}]} if value else {}, docs)}
 
 
-def generate() -> dict[str, Any]:
-    """The schema for one host's (or group's) variables."""
+def _instances() -> dict[str, Any]:
     item = {"type": "object",
             "properties": {v.name: _property(v, v.name) for v in VARIABLES if v.in_instances}}
-    props = {host_var(v.name): _property(v, host_var(v.name)) for v in VARIABLES}
     instances = HOST_ONLY[0]
-    props["vllm_instances"] = {**_docs("vllm_instances", instances.description, None, instances.schema),
-                               "type": "array", "items": item}
-    props[SKIP.name] = {**_docs(SKIP.name, SKIP.description, None, SKIP.schema), **SKIP.schema}
+    return {**_docs("vllm_instances", instances.description, None, instances.schema), "type": "array", "items": item}
+
+
+def _skip() -> dict[str, Any]:
+    return {**_docs(SKIP.name, SKIP.description, None, SKIP.schema), **SKIP.schema}
+
+
+@functools.cache
+def _contract() -> dict[str, Var]:
+    return {host_var(v.name): v for v in VARIABLES}
+
+
+@functools.cache
+def property_schema(name: str) -> dict[str, Any] | None:
+    """generate()["properties"][name], or None where it has none, built alone: a check reads a few of its hundreds
+    of properties, and generating them all costs more than the rest of a small inventory's check."""
+    var = _contract().get(name)
+    if name == "vllm_instances":
+        found = _instances()
+    elif name == SKIP.name:
+        found = _skip()
+    elif var is not None:
+        found = _property(var, name)
+    elif name.startswith("vllm_") and name[len("vllm_"):] in vllm_args.every_name():
+        found = _argument(name[len("vllm_"):])
+    else:
+        return None
+    titled: dict[str, Any] = _titled(found)
+    return titled
+
+
+@functools.cache
+def definitions_root() -> dict[str, Any]:
+    """The part of generate() a property's $ref reads: {"definitions": ...}."""
+    return {"definitions": _titled({"kv_transfer_config": kv_transfer_config()})}
+
+
+def generate() -> dict[str, Any]:
+    """The schema for one host's (or group's) variables."""
+    props = {host_var(v.name): _property(v, host_var(v.name)) for v in VARIABLES}
+    props["vllm_instances"] = _instances()
+    props[SKIP.name] = _skip()
     for name in sorted(vllm_args.every_name()):
         if "vllm_" + name not in props:
             props["vllm_" + name] = _argument(name)

@@ -2,7 +2,6 @@
 parser makes of it (keys the release lacks, values pydantic converts); and the path helpers the rule shares."""
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,6 +33,8 @@ def kv_keys(hv: HostVars, doc: dict[str, Any], path: Path) -> Iterator[Finding]:
         if verdict is None:
             continue
         severity, message = verdict
+        import difflib  # only to suggest a name: a run without a typo never imports it
+
         close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}?" if close else "remove it (known: " + ", ".join(known) + ")"
         yield finding(hv, (*path, key), f"{path_name((*path, key))}: {message}", hint, severity)

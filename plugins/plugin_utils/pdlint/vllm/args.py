@@ -12,15 +12,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import re
-from importlib import resources
 from typing import Any
 
 from .releases import Release
 
 # human_readable_int (engine/arg_utils.py, 0.20.0+): 1k, 2M, 1.5G, 1Ki; max_model_len also takes "auto" and -1
-_HUMAN = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*(?:[kKmMgGtT]i?)?\s*$|^\s*auto\s*$")
-_INT = re.compile(r"^\s*[-+]?\d+\s*$")
+# compiled on first use (re's cache): only a host that sets one of vLLM's own arguments has its value read
+_HUMAN = r"^\s*-?\d+(?:\.\d+)?\s*(?:[kKmMgGtT]i?)?\s*$|^\s*auto\s*$"
+_INT = r"^\s*[-+]?\d+\s*$"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,8 +54,9 @@ class Argument:
 
 @functools.cache
 def _table() -> dict[str, Any]:
-    text = resources.files(__package__).joinpath("data/args.json").read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
+    # beside the module, as topology/facts.py reads its table (importlib.resources would import zipfile for it)
+    with open(os.path.join(os.path.dirname(__file__), "data", "args.json"), encoding="utf-8") as fh:
+        data: dict[str, Any] = json.loads(fh.read())
     return data
 
 
@@ -102,11 +104,11 @@ def _scalar(kind: str, value: Any) -> str | None:
     if isinstance(value, bool):
         return None if kind in ("str", "any") else "a boolean"
     if kind == "int":
-        if isinstance(value, int) or (isinstance(value, str) and _INT.match(value)):
+        if isinstance(value, int) or (isinstance(value, str) and re.match(_INT, value)):
             return None
         return "not an integer"
     if kind == "int_hr":
-        if isinstance(value, int) or (isinstance(value, str) and _HUMAN.match(value)):
+        if isinstance(value, int) or (isinstance(value, str) and re.match(_HUMAN, value)):
             return None
         return "not an integer (or 1k, 2M, 1G)"
     if kind == "float":

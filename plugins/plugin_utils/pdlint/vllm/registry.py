@@ -1,7 +1,6 @@
 """What pdlint knows of each KV connector, by release: the registry, aliases, families (docs/rules-provenance.md)."""
 from __future__ import annotations
 
-import difflib
 import functools
 import ipaddress
 
@@ -272,6 +271,8 @@ def history(name: str) -> list[tuple[str, bool]]:
 
 
 def suggest(name: str, release: Release = NEWEST) -> list[str]:
+    import difflib  # only to suggest a name: a run without a typo never imports it
+
     return difflib.get_close_matches(name, sorted(NAMES.at(release)), n=2, cutoff=0.6)
 
 

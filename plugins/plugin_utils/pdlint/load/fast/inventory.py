@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import string
 from typing import Any
 
 from ...finding import Origin
@@ -11,6 +10,7 @@ from ...hostvars import is_relevant
 from .values import Unsupported, Var
 
 _INVALID_GROUP_CHARS = re.compile(r"^[\d\W]|[^\w]")  # ansible.constants.INVALID_VARIABLE_NAMES
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # string.ascii_letters, without importing string
 
 
 @dataclasses.dataclass
@@ -170,11 +170,11 @@ def _expand_first(pattern: str) -> list[str]:
     if width and width != len(end):
         raise Unsupported(f"host range {pattern}")
     try:
-        if beg in string.ascii_letters and end in string.ascii_letters:
-            i, j = string.ascii_letters.index(beg), string.ascii_letters.index(end)
+        if beg in _LETTERS and end in _LETTERS:
+            i, j = _LETTERS.index(beg), _LETTERS.index(end)
             if i > j:
                 raise Unsupported(f"host range {pattern}")
-            seq: Any = string.ascii_letters[i:j + 1:int(step)]
+            seq: Any = _LETTERS[i:j + 1:int(step)]
         else:
             seq = range(int(beg), int(end) + 1, int(step))
     except ValueError as exc:
