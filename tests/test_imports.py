@@ -39,7 +39,7 @@ def _probe(*args: str) -> tuple[int, int, list[str]]:
     return rc, generated, loaded
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s != "args"])  # args: engines as command lines (below)
 def test_a_plain_run_imports_nothing_it_does_not_use(tmp_path: Path, shape: str) -> None:
     generate(12, tmp_path / "inv", shape)
     rc, generated, loaded = _probe("--no-cache", "-f", "json", str(tmp_path / "inv"))
@@ -52,6 +52,9 @@ def test_a_command_line_imports_the_parser(tmp_path: Path) -> None:
     vars_file.write_text(vars_file.read_text() + "vllm_args: --max-model-len 4096\n")
     _rc, _generated, loaded = _probe("--no-cache", "-f", "json", str(tmp_path / "inv"))
     assert "pdlint.vllm.cmdline" in loaded and "pdlint.cache.runs" not in loaded
+    generate(12, tmp_path / "args", "args")  # the bench shape whose engines are command lines
+    _rc, _generated, loaded = _probe("--no-cache", "-f", "json", str(tmp_path / "args"))
+    assert "pdlint.vllm.cmdline" in loaded
 
 
 def test_a_cached_run_imports_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
