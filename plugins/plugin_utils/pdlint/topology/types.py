@@ -213,3 +213,12 @@ class Topology:
         for dep in self.deployments:
             yield from dep.prefill
             yield from dep.decode
+
+    @functools.cached_property
+    def bodies(self) -> tuple[tuple[int, ...], ...]:
+        """The positions in instances of each engine body (one shared memo, share_bodies), in order of first
+        position: a rule that reads only an engine's own settings decides once per body (rules/base.py each_body)."""
+        groups: dict[int, list[int]] = {}
+        for position, inst in enumerate(self.instances):
+            groups.setdefault(id(inst.shared), []).append(position)
+        return tuple(map(tuple, groups.values()))
