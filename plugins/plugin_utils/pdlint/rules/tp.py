@@ -82,7 +82,8 @@ def kv_heads(topo: Topology) -> Iterator[Hit]:
 
 def _kv_heads(inst: Instance) -> tuple[str, ...]:
     k = inst.facts.kv_heads
-    if k and inst.facts.mla is False and inst.knows("tensor_parallel_size") and not parallel.kv_split_ok(inst.tp, k, False):
+    if (k and inst.facts.mla is False and inst.knows("tensor_parallel_size")
+            and not parallel.kv_split_ok(inst.tp, k, False)):
         how = "replicate" if inst.tp >= k else "split"
         return (f"TP {inst.tp} cannot {how} the model's {k} KV heads{_said(inst, 'kv_heads')} evenly",)
     return ()
