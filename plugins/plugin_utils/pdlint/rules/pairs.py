@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 
 from ..finding import Origin
@@ -43,7 +44,7 @@ class Block:
     prefill: tuple[Engine, ...]
     decode: tuple[Engine, ...]
 
-    @property
+    @functools.cached_property
     def leads(self) -> tuple[Instance, Instance]:
         return self.prefill[0].lead, self.decode[0].lead
 
@@ -100,21 +101,26 @@ def by_body(topo: Topology, kind: str | tuple[str, ...] | None, *needs: str) -> 
     found = memo.get(key)
     if found is None:
         kinds = (kind,) if isinstance(kind, str) else kind
+        classes: dict[int, object] = {}  # pairs()'s test of one side, per body: its connector class, or _NO
+
+        def pairing(lead: Instance) -> object:
+            found = classes.get(id(lead.shared))
+            if found is None:
+                found = classes[id(lead.shared)] = (
+                    connectors.canonical(composite.effective(lead).connector)
+                    if view.kind(lead) in kinds and lead.knows(*needs, "kv_connector") else _NO)  # type: ignore[operator]
+            return found
+
         groups: dict[tuple[int, int], list[Block]] = {}
         for block in blocks(topo):
             lp, ld = block.leads
-            if kinds is None or _pairable(lp, ld, kinds, needs):
+            if kinds is None or (pairing(lp) is not _NO and pairing(lp) == pairing(ld)):
                 groups.setdefault((id(lp.shared), id(ld.shared)), []).append(block)
         found = memo[key] = list(groups.values())
     return found  # type: ignore[return-value]
 
 
-def _pairable(lp: Instance, ld: Instance, kinds: tuple[str, ...], needs: tuple[str, ...]) -> bool:
-    """pairs()'s test, on two leads: both of a family in kinds, knowing needs, of one connector class."""
-    if not all(view.kind(i) in kinds and i.knows(*needs, "kv_connector") for i in (lp, ld)):
-        return False
-    return connectors.canonical(composite.effective(lp).connector) == connectors.canonical(
-        composite.effective(ld).connector)
+_NO = object()  # by_body: a side that pairs() leaves out
 
 
 def _pairs(topo: Topology, kinds: tuple[str, ...], needs: tuple[str, ...]) -> Iterator[Pair]:
