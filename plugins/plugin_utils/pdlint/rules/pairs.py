@@ -1,8 +1,6 @@
 """Prefill/decode pairs of one connector family, the unit of the cross-instance rules."""
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Callable, Iterator
 
 from ..finding import Origin
@@ -35,18 +33,17 @@ def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[
     return iter(found)  # type: ignore[call-overload]
 
 
-@dataclasses.dataclass(frozen=True)
 class Block:
     """Every pair of one deployment's prefill x decode engines whose leads have one body each (per_body): a pair
     rule's verdict is one for all of them, so it is decided once and spread, not walked P x D times."""
 
-    deployment: str
-    prefill: tuple[Engine, ...]
-    decode: tuple[Engine, ...]
+    __slots__ = ("deployment", "prefill", "decode", "leads")  # one per pair when no two engines share a body
 
-    @functools.cached_property
-    def leads(self) -> tuple[Instance, Instance]:
-        return self.prefill[0].lead, self.decode[0].lead
+    def __init__(self, deployment: str, prefill: tuple[Engine, ...], decode: tuple[Engine, ...]) -> None:
+        self.deployment = deployment
+        self.prefill = prefill
+        self.decode = decode
+        self.leads = (prefill[0].lead, decode[0].lead)
 
     def each(self) -> Iterator[Pair]:
         """The block's pairs, as pairs() gives them: for a verdict that reads more than the two bodies."""
