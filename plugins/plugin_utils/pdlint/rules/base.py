@@ -75,10 +75,11 @@ def each_body(topo: Topology, decide: Callable[[Instance], Iterable[T]]) -> Iter
     """(instance, item) for each item decide(instance) gives, in topo.instances order, asking decide once per engine
     body (Topology.bodies): decide must read only what per_body allows; the hit goes to each instance's own lines."""
     decided: list[tuple[int, tuple[T, ...]]] = []
-    for positions in topo.bodies:
-        items = tuple(decide(topo.instances[positions[0]]))
+    firsts, more = topo.bodies
+    for first in firsts:
+        items = tuple(decide(topo.instances[first]))
         if items:
-            decided.extend((position, items) for position in positions)
+            decided.extend((position, items) for position in more.get(first, (first,)))
     decided.sort(key=_first)  # hits are rare: the order of instances is restored for the few that have them
     for position, items in decided:
         inst = topo.instances[position]

@@ -80,12 +80,17 @@ def _by_lead_body(engines: tuple[Engine, ...]) -> list[tuple[Engine, ...]]:
     return [tuple(group) for group in groups.values()]
 
 
-def blocks(topo: Topology) -> list[Block]:
-    """Every deployment's prefill x decode pairs as Blocks (once per topology)."""
+def blocks(topo: Topology) -> list[tuple[tuple[Instance, ...], tuple[Instance, ...], list[list[Block]]]]:
+    """Each deployment's prefill x decode pairs as Blocks, once per topology: (the leads of its prefill bodies, of
+    its decode bodies, the Block of prefill body i and decode body j at [i][j])."""
     memo = _memo(topo)
     if "blocks" not in memo:
-        memo["blocks"] = [Block(dep.name, ps, ds) for dep in topo.deployments for ps in _by_lead_body(dep.prefill)
-                          for ds in _by_lead_body(dep.decode)]
+        found = []
+        for dep in topo.deployments:
+            ps, ds = _by_lead_body(dep.prefill), _by_lead_body(dep.decode)
+            found.append((tuple(p[0].lead for p in ps), tuple(d[0].lead for d in ds),
+                          [[Block(dep.name, p, d) for d in ds] for p in ps]))
+        memo["blocks"] = found
     return memo["blocks"]  # type: ignore[return-value]
 
 
@@ -101,18 +106,27 @@ def by_body(topo: Topology, kind: str | tuple[str, ...] | None, *needs: str) -> 
         classes: dict[int, object] = {}  # pairs()'s test of one side, per body: its connector class, or _NO
 
         def pairing(lead: Instance) -> object:
-            found = classes.get(id(lead.shared))
-            if found is None:
-                found = classes[id(lead.shared)] = (
+            if kinds is None:
+                return None
+            got = classes.get(id(lead.shared), classes)
+            if got is classes:
+                got = classes[id(lead.shared)] = (
                     connectors.canonical(composite.effective(lead).connector)
-                    if view.kind(lead) in kinds and lead.knows(*needs, "kv_connector") else _NO)  # type: ignore[operator]
-            return found
+                    if view.kind(lead) in kinds and lead.knows(*needs, "kv_connector") else _NO)
+            return got
 
         groups: dict[tuple[int, int], list[Block]] = {}
-        for block in blocks(topo):
-            lp, ld = block.leads
-            if kinds is None or (pairing(lp) is not _NO and pairing(lp) == pairing(ld)):
-                groups.setdefault((id(lp.shared), id(ld.shared)), []).append(block)
+        for prefill, decode, rows in blocks(topo):
+            # each side tested once per deployment, the P x D loop below compares classes (the hot loop)
+            ds = [(j, id(ld.shared), c) for j, ld in enumerate(decode) if (c := pairing(ld)) is not _NO]
+            for i, lp in enumerate(prefill):
+                c = pairing(lp)
+                if c is _NO:
+                    continue
+                row, body = rows[i], id(lp.shared)
+                for j, other, dc in ds:
+                    if dc == c:
+                        groups.setdefault((body, other), []).append(row[j])
         found = memo[key] = list(groups.values())
     return found  # type: ignore[return-value]
 
