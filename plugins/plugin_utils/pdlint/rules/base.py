@@ -5,6 +5,7 @@ import dataclasses
 import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 from ..finding import Finding, Origin
 from ..topology.types import Engine, Instance, Topology
@@ -22,6 +23,7 @@ class Hit:
 
 
 Check = Callable[[Topology], Iterator[Hit]]
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +70,26 @@ def hit(where: Instance | Engine, fields: Iterable[str], message: str, hint: str
     for other in also:
         hosts.extend(_hosts(other))
     return Hit(lead.at(*fields), message, hint, tuple(hosts), deployment or lead.deployment)
+
+
+def each_body(topo: Topology, decide: Callable[[Instance], Iterable[T]]) -> Iterator[tuple[Instance, T]]:
+    """(instance, item) for each item decide(instance) gives, in topo.instances order, asking decide once per engine
+    body (Topology.bodies): decide must read only what per_body allows; the hit goes to each instance's own lines."""
+    decided: list[tuple[int, tuple[T, ...]]] = []
+    firsts, more = topo.bodies
+    for first in firsts:
+        items = tuple(decide(topo.instances[first]))
+        if items:
+            decided.extend((position, items) for position in more.get(first, (first,)))
+    decided.sort(key=_first)  # hits are rare: the order of instances is restored for the few that have them
+    for position, items in decided:
+        inst = topo.instances[position]
+        for item in items:
+            yield inst, item
+
+
+def _first(pair: tuple[int, object]) -> int:
+    return pair[0]
 
 
 def _hosts(item: Instance | Engine) -> tuple[str, ...]:

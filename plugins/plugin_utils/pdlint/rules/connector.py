@@ -7,7 +7,7 @@ from ..topology.types import Instance, Topology, per_body
 from ..vllm import composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, stage_specs, view
 from ..vllm import registry as connectors
 from ..vllm.releases import Release
-from .base import Hit, hit, rule, words
+from .base import Hit, each_body, hit, rule, words
 
 
 @rule("connector[unknown]")
@@ -50,21 +50,26 @@ def unknown(topo: Topology) -> Iterator[Hit]:
               vllm_pd_role: decode
               vllm_kv_transfer_config: {kv_connector: NIXLConnector, kv_role: kv_consumer}
     """
-    for inst in topo.instances:
-        name = inst.connector
-        if not name or not isinstance(name, str) or not inst.knows("kv_connector", "version", "env"):
-            continue
-        release = connectors.release(inst)
-        use_v1 = str(inst.env.get("VLLM_USE_V1", "1")).strip() != "0"
-        if connectors.usable(name, release, use_v1):
-            continue
-        v0 = connectors.is_v0(name, release)
-        if inst.module_path and connectors.module_path_honoured(release) and not v0:
-            continue  # the factory imports the class from kv_connector_module_path
-        message = connectors.story(name, release)
-        if not v0:
-            message += f": vLLM {release} raises {connectors.UNKNOWN_NAME.at(release).format(name=name)} at start"
-        yield hit(inst, ("kv_connector",), message, _unknown_hint(inst, name, release, v0))
+    for inst, (message, fix) in each_body(topo, _unknown_problems):  # the engine's own settings: once per body
+        yield hit(inst, ("kv_connector",), message, fix)
+
+
+def _unknown_problems(inst: Instance) -> Iterator[tuple[str, str]]:
+    """(message, hint) when inst's kv_connector is no class its release's factory knows."""
+    name = inst.connector
+    if not name or not isinstance(name, str) or not inst.knows("kv_connector", "version", "env"):
+        return
+    release = connectors.release(inst)
+    use_v1 = str(inst.env.get("VLLM_USE_V1", "1")).strip() != "0"
+    if connectors.usable(name, release, use_v1):
+        return
+    v0 = connectors.is_v0(name, release)
+    if inst.module_path and connectors.module_path_honoured(release) and not v0:
+        return  # the factory imports the class from kv_connector_module_path
+    message = connectors.story(name, release)
+    if not v0:
+        message += f": vLLM {release} raises {connectors.UNKNOWN_NAME.at(release).format(name=name)} at start"
+    yield message, _unknown_hint(inst, name, release, v0)
 
 
 @rule("connector[out-of-tree]", "info")
@@ -114,23 +119,26 @@ def out_of_tree(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill}
             d1: {vllm_pd_role: decode}
     """
-    for inst in topo.instances:
-        if not inst.knows("kv_connector", "kv_connector_module_path", "kv_connector_extra_config", "version"):
+    for inst, message in each_body(topo, _out_of_tree):  # the engine's own settings: once per body
+        yield hit(inst, ("kv_connector_module_path", "kv_connector"), message,
+                  "check the pairing against the connector's own documentation; pdlint_skip: "
+                  "[connector[out-of-tree]] silences this note")
+
+
+def _out_of_tree(inst: Instance) -> Iterator[str]:
+    """The message for each of inst's connector classes (its own, a composite's children) imported out of tree."""
+    if not inst.knows("kv_connector", "kv_connector_module_path", "kv_connector_extra_config", "version"):
+        return
+    release = connectors.release(inst)
+    own = [(inst.connector, inst.module_path, "kv_connector")]
+    kids = [(c.connector, c.module_path, f"child {c.index} of {inst.connector}") for c in composite.children(inst)]
+    for name, module, what in (*own, *kids):
+        if not isinstance(name, str) or not isinstance(module, str):
             continue
-        release = connectors.release(inst)
-        own = [(inst.connector, inst.module_path, "kv_connector")]
-        kids = [(c.connector, c.module_path, f"child {c.index} of {inst.connector}")
-                for c in composite.children(inst)]
-        for name, module, what in (*own, *kids):
-            if not isinstance(name, str) or not isinstance(module, str):
-                continue
-            if external.loaded_from_module(name, module, release) and external.lookup(name, module) is None:
-                yield hit(inst, ("kv_connector_module_path", "kv_connector"),
-                          (f"{what} {name} is imported from {module} (out of tree): pdlint does not know how it pairs "
-                           "prefill with decode, so the pairing rules (TP ratio, KV heads, block size, HMA, its "
-                           "ports) are not checked for it"),
-                          "check the pairing against the connector's own documentation; pdlint_skip: "
-                          "[connector[out-of-tree]] silences this note")
+        if external.loaded_from_module(name, module, release) and external.lookup(name, module) is None:
+            yield (f"{what} {name} is imported from {module} (out of tree): pdlint does not know how it pairs "
+                   "prefill with decode, so the pairing rules (TP ratio, KV heads, block size, HMA, its "
+                   "ports) are not checked for it")
 
 
 def _unknown_hint(inst: Instance, name: str, release: Release, v0: bool) -> str:
@@ -287,8 +295,11 @@ def config(topo: Topology) -> Iterator[Hit]:
                 kv_role: kv_consumer
                 kv_connector_extra_config: {http_port: 8000, read_mode: "true"}
     """
-    for inst in topo.instances:
-        if not inst.knows("kv_connector", "kv_connector_extra_config", "version", "disable_hybrid_kv_cache_manager"):
-            continue
-        for where, message, fix in _config_problems(inst):
-            yield hit(composite.effective(inst), (where, "kv_connector_extra_config", "kv_connector"), message, fix)
+    for inst, (where, message, fix) in each_body(topo, _known_config_problems):  # once per body
+        yield hit(composite.effective(inst), (where, "kv_connector_extra_config", "kv_connector"), message, fix)
+
+
+def _known_config_problems(inst: Instance) -> tuple[tuple[str, str, str], ...]:
+    if not inst.knows("kv_connector", "kv_connector_extra_config", "version", "disable_hybrid_kv_cache_manager"):
+        return ()
+    return _config_problems(inst)

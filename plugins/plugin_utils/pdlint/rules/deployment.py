@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Engine, Instance, Topology
+from ..topology.types import Instance, Topology
 from ..vllm import composite
 from ..vllm import registry as connectors
 from .base import Hit, hit, rule
+from .pairs import always, by_body
 
 
 @rule("deployment[incomplete]")
@@ -86,24 +87,19 @@ def connector(topo: Topology) -> Iterator[Hit]:
               vllm_pd_role: decode
               vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_consumer}
     """
-    groups: dict[tuple[int, int], list[tuple[str, Engine, Engine]]] = {}
-    for dep in topo.deployments:  # the verdict reads the leads' settings (per_body): once per pair of bodies
-        for p, d in dep.pairs():
-            groups.setdefault((id(p.lead.shared), id(d.lead.shared)), []).append((dep.name, p, d))
-    for group in groups.values():
-        _unused, p, d = group[0]
-        if not (p.lead.knows("kv_connector") and d.lead.knows("kv_connector")):
+    for group in by_body(topo, None):  # the verdict reads the leads' settings (per_body): once per pair of bodies
+        p, d = group[0].leads
+        if not (p.knows("kv_connector") and d.knows("kv_connector")):
             continue
         # What pairs is a composite's transfer child (MultiConnector, PdConnector), not the wrapper's name.
-        vp, vd = composite.effective(p.lead), composite.effective(d.lead)
+        vp, vd = composite.effective(p), composite.effective(d)
         pc, dc = vp.connector, vd.connector
-        if pc == dc or connectors.same_class(pc, dc, p.lead, d.lead):
+        if pc == dc or connectors.same_class(pc, dc, p, d):
             continue
-        message = f"decode uses kv_connector {_named(vd, d.lead)} but prefill uses {_named(vp, p.lead)}"
-        for name, p, d in group:
-            yield hit(d, ("kv_connector", "kv_transfer_config"), message,
-                      f"use kv_connector {pc} on decode too" if pc else "set the same kv_connector on both sides",
-                      also=(p,), deployment=name)
+        say = always(f"decode uses kv_connector {_named(vd, d)} but prefill uses {_named(vp, p)}",
+                     f"use kv_connector {pc} on decode too" if pc else "set the same kv_connector on both sides")
+        for block in group:
+            yield from block.spread("decode", ("kv_connector", "kv_transfer_config"), say, block.deployment)
 
 
 def _named(view: Instance, inst: Instance) -> str:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Topology
+from ..topology.types import Instance, Topology
 from ..vllm import composite, env_values, moriio_config, registry, view
-from .base import Hit, hit, rule
+from .base import Hit, each_body, hit, rule
 
 
 @rule("env[ignored]", "warning")
@@ -56,13 +56,17 @@ def ignored(topo: Topology) -> Iterator[Hit]:
                 kv_role: kv_consumer
                 kv_connector_extra_config: {http_port: 8000}
     """
-    for inst in topo.instances:
-        if view.kind(inst) not in ("moriio", None):
-            continue
-        release = registry.release(inst)
-        for name, key in moriio_config.ignored_env(inst.env, release):
-            yield hit(inst, (f"env.{name}",), f"{name} is ignored by vLLM {release} (read until 0.22.1)",
-                      f"set kv_connector_extra_config.{key} instead")
+    for inst, (name, message, fix) in each_body(topo, _ignored):  # the engine's own settings: once per body
+        yield hit(inst, (f"env.{name}",), message, fix)
+
+
+def _ignored(inst: Instance) -> Iterator[tuple[str, str, str]]:
+    if view.kind(inst) not in ("moriio", None):
+        return
+    release = registry.release(inst)
+    for name, key in moriio_config.ignored_env(inst.env, release):
+        yield (name, f"{name} is ignored by vLLM {release} (read until 0.22.1)",
+               f"set kv_connector_extra_config.{key} instead")
 
 
 @rule("env[invalid]")
@@ -94,9 +98,12 @@ def invalid(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_env: {VLLM_NIXL_SIDE_CHANNEL_PORT: "5600-5607"}}
             d1: {vllm_pd_role: decode}
     """
-    for inst in topo.instances:
-        if not inst.env:
-            continue
-        kinds = frozenset(registry.kind_of(v.connector) for v in composite.views(inst))
-        for name, message, hint in env_values.problems(inst.env, kinds, registry.release(inst)):
-            yield hit(inst, (f"env.{name}",), message, hint)
+    for inst, (name, message, fix) in each_body(topo, _invalid):  # the engine's own settings: once per body
+        yield hit(inst, (f"env.{name}",), message, fix)
+
+
+def _invalid(inst: Instance) -> Iterator[tuple[str, str, str]]:
+    if not inst.env:
+        return iter(())
+    kinds = frozenset(registry.kind_of(v.connector) for v in composite.views(inst))
+    return iter(env_values.problems(inst.env, kinds, registry.release(inst)))

@@ -4,11 +4,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..contract import KV_ROLES
-from ..topology.types import Topology
+from ..topology.types import Instance, Topology
 from ..vllm import composite, kvconfig, view
 from ..vllm import registry as connectors
+from ..vllm.releases import Release
 from ..yaml_text import yaml_text
-from .base import Hit, hit, rule
+from .base import Hit, each_body, hit, rule
 
 _WRONG = {"prefill": "kv_consumer", "decode": "kv_producer"}
 _RIGHT = {"prefill": "kv_producer", "decode": "kv_consumer"}
@@ -46,12 +47,16 @@ def missing(topo: Topology) -> Iterator[Hit]:
               vllm_pd_role: decode
               vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_consumer}
     """
-    for inst in topo.instances:
-        if inst.connector and inst.kv_role is None and inst.knows("kv_role", "kv_connector", "version"):
-            release = connectors.release(inst)
-            yield hit(inst, ("kv_connector", "kv_transfer_config"), "kv_connector is set but kv_role is not: "
-                      f"vLLM {release} refuses to start (\"{kvconfig.ROLE_REQUIRED.at(release)}\")",
-                      f"add kv_role: {_RIGHT[inst.role]} to vllm_kv_transfer_config")
+    for inst, release in each_body(topo, _unset):  # the engine's own settings: once per body
+        yield hit(inst, ("kv_connector", "kv_transfer_config"), "kv_connector is set but kv_role is not: "
+                  f"vLLM {release} refuses to start (\"{kvconfig.ROLE_REQUIRED.at(release)}\")",
+                  f"add kv_role: {_RIGHT[inst.role]} to vllm_kv_transfer_config")
+
+
+def _unset(inst: Instance) -> tuple[Release, ...]:
+    if inst.connector and inst.kv_role is None and inst.knows("kv_role", "kv_connector", "version"):
+        return (connectors.release(inst),)
+    return ()
 
 
 @rule("kv-role[invalid]")
@@ -86,12 +91,10 @@ def invalid(topo: Topology) -> Iterator[Hit]:
               vllm_pd_role: decode
               vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_consumer}
     """
-    for inst in topo.instances:
-        if inst.kv_role is not None and inst.kv_role not in KV_ROLES:
-            release = connectors.release(inst)
-            yield hit(inst, ("kv_role",), f"kv_role {yaml_text(inst.kv_role)} is not one of {', '.join(KV_ROLES)}: "
-                      f"vLLM {release} refuses to start ({kvconfig.ROLE_INVALID.at(release)})",
-                      f"use kv_role: {_RIGHT[inst.role]}")
+    for inst, release in each_body(topo, _not_a_role):  # the engine's own settings: once per body
+        yield hit(inst, ("kv_role",), f"kv_role {yaml_text(inst.kv_role)} is not one of {', '.join(KV_ROLES)}: "
+                  f"vLLM {release} refuses to start ({kvconfig.ROLE_INVALID.at(release)})",
+                  f"use kv_role: {_RIGHT[inst.role]}")
 
 
 @rule("kv-role[side]")
@@ -129,10 +132,10 @@ def side(topo: Topology) -> Iterator[Hit]:
               vllm_pd_role: decode
               vllm_kv_transfer_config: {kv_connector: MooncakeConnector, kv_role: kv_consumer}
     """
-    for inst in map(composite.effective, topo.instances):  # a composite's transfer child acts on its own kv_role
-        if view.kind(inst) in connectors.ROLE_AWARE and inst.kv_role == _WRONG[inst.role]:
-            yield hit(inst, ("kv_role",), f"{inst.role} instance has kv_role {inst.kv_role}, but "
-                      f"{inst.connector} acts on kv_role", f"use kv_role: {_RIGHT[inst.role]}")
+    for found, _unused in each_body(topo, _wrong_side):  # the engine's own settings: once per body
+        inst = composite.effective(found)  # a composite's transfer child acts on its own kv_role
+        yield hit(inst, ("kv_role",), f"{inst.role} instance has kv_role {inst.kv_role}, but "
+                  f"{inst.connector} acts on kv_role", f"use kv_role: {_RIGHT[inst.role]}")
 
 
 @rule("kv-role[moriio-explicit]")
@@ -181,7 +184,21 @@ def moriio_explicit(topo: Topology) -> Iterator[Hit]:
                 kv_role: kv_consumer
                 kv_connector_extra_config: {http_port: 8000}
     """
-    for inst in map(composite.effective, topo.instances):
-        if view.kind(inst) == "moriio" and inst.kv_role == "kv_both":
-            yield hit(inst, ("kv_role",), "MoRIIO with kv_role kv_both: its scheduler acts as consumer and its "
-                      "worker as producer", f"use kv_role: {_RIGHT[inst.role]}")
+    for found, _unused in each_body(topo, _moriio_both):  # the engine's own settings: once per body
+        inst = composite.effective(found)
+        yield hit(inst, ("kv_role",), "MoRIIO with kv_role kv_both: its scheduler acts as consumer and its "
+                  "worker as producer", f"use kv_role: {_RIGHT[inst.role]}")
+
+
+def _not_a_role(inst: Instance) -> tuple[Release, ...]:
+    return (connectors.release(inst),) if inst.kv_role is not None and inst.kv_role not in KV_ROLES else ()
+
+
+def _wrong_side(inst: Instance) -> tuple[bool, ...]:
+    view_of = composite.effective(inst)
+    return (True,) if view.kind(view_of) in connectors.ROLE_AWARE and view_of.kv_role == _WRONG[view_of.role] else ()
+
+
+def _moriio_both(inst: Instance) -> tuple[bool, ...]:
+    view_of = composite.effective(inst)
+    return (True,) if view.kind(view_of) == "moriio" and view_of.kv_role == "kv_both" else ()

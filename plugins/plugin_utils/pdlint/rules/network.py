@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology
+from ..topology.types import Deployment, Engine, Instance, Topology
 from ..vllm import composite, moriio_config, view
 from ..vllm import registry as connectors
 from ..vllm.ports import Bind, binds, self_collision_hint
@@ -220,19 +220,41 @@ def side_channel_host(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill}
             d1: {vllm_pd_role: decode}
     """
-    flagged: set[int] = set()
     for dep in topo.deployments:
-        for p, d in dep.pairs():
-            lp, ld = p.lead, d.lead
-            if view.kind(lp) != "nixl" or view.kind(ld) != "nixl" or lp.host == ld.host:
-                continue
-            # Pull: decode dials prefill's advertised host; push: both sides dial each other.
-            for engine, inst in ((p, lp), (d, ld)) if view.is_push(lp) else ((p, lp),):
-                if id(inst) in flagged or not inst.knows("env.VLLM_NIXL_SIDE_CHANNEL_HOST"):
-                    continue
-                if connectors.is_loopback(_side_channel_host(inst)):
-                    flagged.add(id(inst))
-                    yield hit(engine, ("env.VLLM_NIXL_SIDE_CHANNEL_HOST", "kv_connector"),
-                              f"{inst.role} {inst.label} advertises NIXL side channel host "
-                              f"{_side_channel_host(inst) or 'localhost'!r}, unreachable from {ld.label if inst is lp else lp.label}",
-                              "set vllm_env.VLLM_NIXL_SIDE_CHANNEL_HOST to the host's routable IP address")
+        yield from _unreachable(dep)
+
+
+def _loopback(inst: Instance) -> bool:
+    return inst.knows("env.VLLM_NIXL_SIDE_CHANNEL_HOST") and connectors.is_loopback(_side_channel_host(inst))
+
+
+def _unreachable(dep: Deployment) -> Iterator[Hit]:
+    """The pair walk of one deployment, in its order (prefill, then decode), with each engine reported once, at
+    the first pair on two hosts that dials it: P + D steps for a deployment of P x D pairs, not P x D."""
+    decode = [(d, d.lead) for d in dep.decode if view.kind(d.lead) == "nixl"]
+    waiting = [(d, ld) for d, ld in decode if _loopback(ld)]  # push: decode engines not yet reported
+    for p in dep.prefill:
+        lp = p.lead
+        if view.kind(lp) != "nixl":
+            continue
+        first = next((ld for _d, ld in decode if ld.host != lp.host), None)
+        if first is None:
+            continue
+        if _loopback(lp):  # pull: decode dials prefill's advertised host; push: both sides dial each other
+            yield _advertised(p, lp, first)
+        if not view.is_push(lp):
+            continue
+        later = []
+        for d, ld in waiting:
+            if ld.host == lp.host:
+                later.append((d, ld))
+            else:
+                yield _advertised(d, ld, lp)
+        waiting = later
+
+
+def _advertised(engine: Engine, inst: Instance, peer: Instance) -> Hit:
+    return hit(engine, ("env.VLLM_NIXL_SIDE_CHANNEL_HOST", "kv_connector"),
+               f"{inst.role} {inst.label} advertises NIXL side channel host "
+               f"{_side_channel_host(inst) or 'localhost'!r}, unreachable from {peer.label}",
+               "set vllm_env.VLLM_NIXL_SIDE_CHANNEL_HOST to the host's routable IP address")

@@ -14,7 +14,7 @@ from ..vllm import composite, nixl_channel, view
 from ..vllm import hma as hybrid
 from ..vllm import registry as connectors
 from .base import Hit, hit, rule
-from .pairs import Pair, by_body
+from .pairs import Block, always, by_body
 
 _DTYPE = {"half": "float16", "float": "float32"}
 _PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
@@ -39,7 +39,7 @@ def _why(lp: Instance, ld: Instance, fact: str) -> str:
 
 def _differ(topo: Topology, field: str, attr: str, what: str) -> Iterator[Hit]:
     for group in by_body(topo, _PAIRED):  # the verdict reads the leads' settings: once per pair of bodies
-        lp, ld = group[0][2:]
+        lp, ld = group[0].leads
         if not (lp.knows(field) and ld.knows(field)):
             continue
         a, b = getattr(lp, attr), getattr(ld, attr)
@@ -49,9 +49,10 @@ def _differ(topo: Topology, field: str, attr: str, what: str) -> Iterator[Hit]:
             a, b = _DTYPE.get(a, a), _DTYPE.get(b, b)
         if a is None or b is None or a == b:
             continue
-        message = f"decode {what} {b!r} differs from prefill {what} {a!r}{_why(lp, ld, attr)}"
-        for p, d, _lp, _ld in group:
-            yield hit(d, (field,), message, f"use the same {what} on both sides", also=(p,))
+        say = always(f"decode {what} {b!r} differs from prefill {what} {a!r}{_why(lp, ld, attr)}",
+                     f"use the same {what} on both sides")
+        for block in group:
+            yield from block.spread("decode", (field,), say)
 
 
 @rule("pd-mismatch[model]")
@@ -190,7 +191,7 @@ def vllm_version(topo: Topology) -> Iterator[Hit]:
             d1: {vllm_pd_role: decode, vllm_version: "0.31.1"}
     """
     for group in by_body(topo, "nixl"):  # the verdict reads the leads' settings: once per pair of bodies
-        lp, ld = group[0][2:]
+        lp, ld = group[0].leads
         if not (lp.knows("version") and ld.knows("version")):
             continue
         vp, vd = nixl_channel.reported_version(lp.version), nixl_channel.reported_version(ld.version)
@@ -208,10 +209,10 @@ def vllm_version(topo: Topology) -> Iterator[Hit]:
                    "decode (vLLM does not check this: \"Failed to decode ...\")")
         else:
             continue  # not hashed: before 0.13.0, or enforce_handshake_compat is off
-        for p, d, _lp, _ld in group:
-            yield hit(d, ("version",), f"decode vLLM version {ld.version!r} differs from prefill vLLM version "
-                      f"{lp.version!r}: {why}", "use the same vLLM build on both sides" if rp == rd else
-                      "use the same vLLM version on both sides", also=(p,))
+        say = always(f"decode vLLM version {ld.version!r} differs from prefill vLLM version {lp.version!r}: {why}",
+                     "use the same vLLM build on both sides" if rp == rd else "use the same vLLM version on both sides")
+        for block in group:
+            yield from block.spread("decode", ("version",), say)
 
 
 @rule("pd-mismatch[hma]")
@@ -246,7 +247,7 @@ def hma(topo: Topology) -> Iterator[Hit]:
     """
     field = "disable_hybrid_kv_cache_manager"
     for group in by_body(topo, _PAIRED):  # whether to report reads the leads' settings: once per pair of bodies
-        lp, ld = group[0][2:]
+        lp, ld = group[0].leads
         hashed = nixl_channel.hashed_by(lp, ld, "hma")
         if hashed is None or not (lp.knows(field) and ld.knows(field)):
             continue
@@ -256,22 +257,26 @@ def hma(topo: Topology) -> Iterator[Hit]:
             yield from _hma_hits(group, hashed, field)
 
 
-def _hma_hits(group: list[Pair], hashed: object, field: str) -> Iterator[Hit]:
-    """The hit of each pair of one group, where the hint names the pair's own host."""
-    for p, d, lp, ld in group:
-        a, b = hybrid.enabled(lp), hybrid.enabled(ld)
-        if a != b:
-            on = {True: "on", False: "off"}
-            msg = (f"hybrid KV cache manager is {on[a]} on prefill but {on[b]} on decode (NIXL in vLLM {hashed} "
-                   "hashes it at handshake: \"NIXL compatibility hash mismatch\")")
+def _hma_hits(group: list[Block], hashed: object, field: str) -> Iterator[Hit]:
+    """The hits of one group's pairs (the leads' HMA differs): spread over its Blocks, or pair by pair when the
+    message names the side that cannot run HMA and the hint the side to change."""
+    lp, ld = group[0].leads
+    a, b = hybrid.enabled(lp), hybrid.enabled(ld)
+    on = {True: "on", False: "off"}
+    msg = (f"hybrid KV cache manager is {on[a]} on prefill but {on[b]} on decode (NIXL in vLLM {hashed} "
+           "hashes it at handshake: \"NIXL compatibility hash mismatch\")")
+    if not _cannot_run_hma(lp if a is False else ld):  # whether it can is the body's (its release and classes)
+        side = "decode" if ld.disable_hma is not None else "prefill"
+        for block in group:
+            yield from block.spread(side, (field,), always(msg, f"set vllm_{field} the same on both sides"))
+        return
+    for block in group:
+        for p, d, lp, ld in block.each():
+            # the side that has it on must turn it off: the other side cannot run it
             stuck = _cannot_run_hma(lp if a is False else ld)
-            if stuck:  # the side that has it on must turn it off: the other side cannot run it
-                where, lead = (d, ld) if a is False else (p, lp)
-                yield hit(where, (field, "kv_transfer_config"), f"{msg}; {stuck}",
-                          f"set vllm_{field}: true on {lead.label}", also=(p, d))
-                continue
-            where = d if ld.disable_hma is not None else p
-            yield hit(where, (field,), msg, f"set vllm_{field} the same on both sides", also=(p, d))
+            where, lead = (d, ld) if a is False else (p, lp)
+            yield hit(where, (field, "kv_transfer_config"), f"{msg}; {stuck}",
+                      f"set vllm_{field}: true on {lead.label}", also=(p, d))
 
 
 def _cannot_run_hma(inst: Instance) -> str:

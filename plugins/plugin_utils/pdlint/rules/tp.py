@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology
 from ..vllm import parallel
-from .base import Hit, hit, rule
+from .base import Hit, each_body, hit, rule
 from .pairs import tp_hint_for
 
 _FACT_VARS = {"heads": "vllm_model_num_attention_heads", "kv_heads": "vllm_model_num_kv_heads",
@@ -35,12 +35,15 @@ def heads(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 6}
             d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 4}
     """
-    for inst in topo.instances:
-        total = inst.facts.heads
-        if total and inst.knows("tensor_parallel_size") and total % inst.tp:
-            yield hit(inst, ("tensor_parallel_size",),
-                      f"{inst.facts.heads} attention heads{_said(inst, 'heads')} are not divisible by TP {inst.tp}",
-                      tp_hint_for(topo, inst))
+    for inst, message in each_body(topo, _heads):  # the engine's own settings: once per body (hints per instance)
+        yield hit(inst, ("tensor_parallel_size",), message, tp_hint_for(topo, inst))
+
+
+def _heads(inst: Instance) -> tuple[str, ...]:
+    total = inst.facts.heads
+    if total and inst.knows("tensor_parallel_size") and total % inst.tp:
+        return (f"{inst.facts.heads} attention heads{_said(inst, 'heads')} are not divisible by TP {inst.tp}",)
+    return ()
 
 
 @rule("tp[kv-heads]")
@@ -73,14 +76,17 @@ def kv_heads(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 6}
             d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 6}
     """
-    for inst in topo.instances:
-        k = inst.facts.kv_heads
-        if (k and inst.facts.mla is False and inst.knows("tensor_parallel_size")
-                and not parallel.kv_split_ok(inst.tp, k, False)):
-            how = "replicate" if inst.tp >= k else "split"
-            yield hit(inst, ("tensor_parallel_size",),
-                      f"TP {inst.tp} cannot {how} the model's {k} KV heads{_said(inst, 'kv_heads')} evenly",
-                      tp_hint_for(topo, inst))
+    for inst, message in each_body(topo, _kv_heads):  # the engine's own settings: once per body (hints per instance)
+        yield hit(inst, ("tensor_parallel_size",), message, tp_hint_for(topo, inst))
+
+
+def _kv_heads(inst: Instance) -> tuple[str, ...]:
+    k = inst.facts.kv_heads
+    if (k and inst.facts.mla is False and inst.knows("tensor_parallel_size")
+            and not parallel.kv_split_ok(inst.tp, k, False)):
+        how = "replicate" if inst.tp >= k else "split"
+        return (f"TP {inst.tp} cannot {how} the model's {k} KV heads{_said(inst, 'kv_heads')} evenly",)
+    return ()
 
 
 def _said(inst: Instance, attr: str) -> str:
@@ -132,15 +138,19 @@ def model_facts(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill, vllm_tensor_parallel_size: 4}
             d1: {vllm_pd_role: decode, vllm_tensor_parallel_size: 2}
     """
-    for inst in topo.instances:
-        missing = _missing(inst)
-        if missing and inst.tp > 1:
-            model = f"model {inst.model!r}" if inst.model else "the model (vllm_model is not set)"
-            looked = "; ".join(inst.facts.looked) or "pdlint's model table"
-            yield hit(inst, ("model", "tensor_parallel_size"),
-                      f"{model}: {_unknown(inst)} unknown (looked in: {looked}); TP and KV-head rules are skipped",
-                      "set " + ", ".join(missing) + ", add the model to the config file's models: table, or put "
-                      "its config.json where pdlint looks")
+    for inst, (message, fix) in each_body(topo, _facts_missing):  # the engine's own settings: once per body
+        yield hit(inst, ("model", "tensor_parallel_size"), message, fix)
+
+
+def _facts_missing(inst: Instance) -> tuple[tuple[str, str], ...]:
+    missing = _missing(inst)
+    if not (missing and inst.tp > 1):
+        return ()
+    model = f"model {inst.model!r}" if inst.model else "the model (vllm_model is not set)"
+    looked = "; ".join(inst.facts.looked) or "pdlint's model table"
+    return ((f"{model}: {_unknown(inst)} unknown (looked in: {looked}); TP and KV-head rules are skipped",
+             "set " + ", ".join(missing) + ", add the model to the config file's models: table, or put "
+             "its config.json where pdlint looks"),)
 
 
 def _unknown(inst: Instance) -> str:

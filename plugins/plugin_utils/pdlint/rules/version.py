@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Topology
+from ..topology.types import Instance, Topology
 from ..vllm.releases import resolve
-from .base import Hit, hit, rule
+from .base import Hit, each_body, hit, rule
 
 
 @rule("vllm-version[unknown]", "warning")
@@ -34,12 +34,8 @@ def unknown(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill}
             d1: {vllm_pd_role: decode}
     """
-    for inst in topo.instances:
-        if not inst.knows("version") or "version" not in inst.origins:
-            continue
-        note = resolve(inst.version).note
-        if note:
-            yield hit(inst, ("version",), note, "pin a release `pdlint versions` lists, or update pdlint")
+    for inst, note in each_body(topo, _note):  # the engine's own settings: once per body
+        yield hit(inst, ("version",), note, "pin a release `pdlint versions` lists, or update pdlint")
 
 
 @rule("vllm-version[pre-release]", "info")
@@ -67,9 +63,20 @@ def pre_release(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill}
             d1: {vllm_pd_role: decode}
     """
-    for inst in topo.instances:
-        if not inst.knows("version") or "version" not in inst.origins:
-            continue
-        note = resolve(inst.version).prerelease
-        if note:
-            yield hit(inst, ("version",), note, "pin the final release once it is out, to get its exact rules")
+    for inst, note in each_body(topo, _prerelease):  # the engine's own settings: once per body
+        yield hit(inst, ("version",), note, "pin the final release once it is out, to get its exact rules")
+
+
+def _note(inst: Instance) -> tuple[str, ...]:
+    # which names the origins cover is part of the body (share_bodies)
+    if not inst.knows("version") or "version" not in inst.origins:
+        return ()
+    note = resolve(inst.version).note
+    return (note,) if note else ()
+
+
+def _prerelease(inst: Instance) -> tuple[str, ...]:
+    if not inst.knows("version") or "version" not in inst.origins:
+        return ()
+    note = resolve(inst.version).prerelease
+    return (note,) if note else ()

@@ -213,3 +213,16 @@ class Topology:
         for dep in self.deployments:
             yield from dep.prefill
             yield from dep.decode
+
+    @functools.cached_property
+    def bodies(self) -> tuple[list[int], dict[int, list[int]]]:
+        """The first position in instances of each engine body (one shared memo, share_bodies), in order, and the
+        positions of each body that has more than one instance, by its first: a rule that reads only an engine's
+        own settings decides once per body (rules/base.py each_body). Lone bodies cost no list of their own."""
+        first: dict[int, int] = {}
+        more: dict[int, list[int]] = {}
+        for position, inst in enumerate(self.instances):
+            seen = first.setdefault(id(inst.shared), position)
+            if seen != position:
+                more.setdefault(seen, [seen]).append(position)
+        return list(first.values()), more
