@@ -62,7 +62,7 @@ def _sh(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def _workspace(tmp: Path, inventory: Path = ROOT / "examples" / "inventory") -> Path:
     """A user's checkout: this repository's files, and `inventory/` (the example unless told otherwise)."""
-    for name in ("examples", "schemas", "playbooks", "plugins", "roles", "meta", "docs"):
+    for name in ("examples", "schemas", "playbooks", "plugins", "roles", "meta", "docs", "tests/fixtures"):
         shutil.copytree(ROOT / name, tmp / name, ignore=shutil.ignore_patterns("__pycache__", ".*cache*"))
     for name in ("README.md", "galaxy.yml", "pyproject.toml", "requirements.txt", ".pre-commit-hooks.yaml"):
         shutil.copy(ROOT / name, tmp / name)
@@ -92,17 +92,31 @@ def run_newcomer(block: Block, tmp: Path) -> None:
 
 
 def run_transcript(block: Block, tmp: Path) -> None:
-    """`$ command` then its output: run it, compare (the time taken may differ; a last line `...` means the
-    output goes on, and only the lines above it are compared)."""
+    """`$ command` then its output: run it, compare (the time taken may differ). A line `...` elides output: the
+    runs of lines between elisions appear in the output in that order, each whole; without a first `...` the
+    output starts with the first run, without a last one it ends with the last."""
     command, *expected = block.text.splitlines()
     ws = _workspace(tmp)
     proc = _sh(command[2:].replace(".venv/bin/", ""), ws)
     strip = re.compile(r"\(\d+\.\d+ s\)")
     got = strip.sub("(T)", proc.stdout).splitlines()
-    if expected and expected[-1].strip() == "...":
-        expected = expected[:-1]
-        got = got[:len(expected)]
-    assert got == [strip.sub("(T)", line) for line in expected], proc.stdout
+    runs: list[list[str]] = [[]]
+    for line in expected:
+        if line.strip() == "...":
+            runs.append([])
+        else:
+            runs[-1].append(strip.sub("(T)", line))
+    if len(runs) == 1:
+        assert got == runs[0], proc.stdout
+        return
+    at = 0
+    for i, run in enumerate(runs):
+        if not run:
+            continue
+        starts = [k for k in range(at, len(got) - len(run) + 1) if got[k:k + len(run)] == run]
+        assert starts and (i > 0 or starts[0] == 0), (run, proc.stdout)
+        at = starts[0] + len(run)
+    assert runs[-1] == [] or at == len(got), proc.stdout
 
 
 def run_synopsis(block: Block, tmp: Path) -> None:
