@@ -25,7 +25,8 @@ from pdlint.finding import Finding
 from pdlint.load import select
 
 RELEASES = ("0.25.0", "0.31.0")
-MODELS = {"full": "meta-llama/Llama-3.1-8B-Instruct", "sliding": "openai/gpt-oss-20b", "mamba": "Qwen/Qwen3.5-35B-A3B"}
+MODELS = {"full": "meta-llama/Llama-3.1-8B-Instruct", "sliding": "openai/gpt-oss-20b", "linear": "Qwen/Qwen3.5-35B-A3B",
+          "mamba": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "mla": "deepseek-ai/DeepSeek-V3"}
 _PROXY = {"http_port": 8000, "proxy_ip": "10.0.0.9", "proxy_ping_port": 36367}  # MoRIIO up to 0.27.1 reads all three
 HMA = {"unset": None, "off": True, "on": False}  # vllm_disable_hybrid_kv_cache_manager
 CONNECTORS = {"nixl-pull": ("NixlConnector", {}), "nixl-push": ("NixlPushConnector", {}),
@@ -130,10 +131,14 @@ def test_grid_covers_every_verdict_kind(grid: tuple[list[Finding], dict[str, Pai
       "prefill stage 0: layers 0-11, 6 sliding + 6 full", "decode stage 0: layers 0-23, 12 sliding + 12 full",
       "fails: prefill pipeline_parallel_size 2 with the hybrid KV cache manager"]),
     # the Mamba hybrid needs HMA in 0.25.0: turning it off does not start the engine
-    (("0.25.0", "mamba", "off", "mooncake", (1, 1), (1, 1)),
+    (("0.25.0", "linear", "off", "mooncake", (1, 1), (1, 1)),
      ["both sides: HMA off (vllm_disable_hybrid_kv_cache_manager is true)",
       "the model needs HMA in vLLM 0.25.0", "Mamba/SSM hybrid (linear attention), 40 layers",
       "stage 0 (both sides): layers 0-39, 30 linear + 10 full", "fails: prefill: Qwen/Qwen3.5-35B-A3B has Mamba/SSM"]),
+    # a real Mamba hybrid (NemotronH): Mamba, attention and MoE-only layers, the MoE ones holding no KV cache
+    (("0.25.0", "mamba", "off", "nixl-pull", (1, 1), (1, 1)),
+     ["the model needs HMA in vLLM 0.25.0", "stage 0 (both sides): layers 0-51, 23 Mamba + 6 full + 23 no-KV",
+      "fails: prefill: nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 has Mamba/SSM"]),
     # MoRIIO: both PP stages of a TP rank listen on one port, a start-up hang vLLM does not report
     (("0.31.0", "full", "unset", "moriio-read", (2, 1), (1, 1)),
      ["get_port_offset(dp_rank, tp_rank), the same port on every PP stage", "vLLM will not detect: "]),

@@ -44,6 +44,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
     "openai/gpt-oss-120b": ("aic", "openai--gpt-oss-120b", ""),
     "openai/gpt-oss-20b": ("aic", "openai--gpt-oss-20b", ""),
     "moonshotai/Kimi-K2-Instruct": ("aic", "moonshotai--Kimi-K2-Instruct", ""),
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("aic", "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", ""),
     "mistralai/Mistral-7B-v0.1": ("transformers", "transformers/models/mistral/configuration_mistral.py",
                                   "MistralConfig", "its docstring: the defaults are Mistral-7B-v0.1's"),
 }
@@ -51,6 +52,8 @@ SOURCES: dict[str, tuple[str, ...]] = {
 NEW_ROWS: dict[str, dict[str, Any]] = {
     "mistralai/Mistral-7B-v0.1": {"aliases": ["mistralai/Mistral-7B-Instruct-v0.1"],
                                   "notes": "Sliding window 4096 on every layer; v0.2 and v0.3 have none."},
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": {
+        "notes": "A Mamba hybrid (NemotronH): hybrid_override_pattern spells each layer Mamba, attention or MoE."},
 }
 _NO_CONFIG = ("no real config.json of this model is available to pdlint (aiconfigurator-core 0.12.0 lacks it, and no "
               "transformers config class has its defaults); numbers copied by hand from: ")
