@@ -168,6 +168,20 @@ def stage_layers(facts: ModelFacts, pp_size: int, pp_rank: int, env: Mapping[str
     return facts.layer_kinds[span[0]:span[1]]
 
 
+def stages(kinds: Sequence[str] | None, pp_size: int, env: Mapping[str, str]) -> list[tuple[str, ...]] | None:
+    """The layer kinds of each of pp_size stages (get_pp_indices); None when the kinds are unknown or vLLM would
+    refuse the partition."""
+    if not kinds or pp_size < 1:
+        return None
+    held = []
+    for rank in range(pp_size):
+        span = pp_indices(len(kinds), rank, pp_size, env.get("VLLM_PP_LAYER_PARTITION"))
+        if isinstance(span, str):
+            return None
+        held.append(tuple(kinds[span[0]:span[1]]))
+    return held
+
+
 def pp_error(facts: ModelFacts, pp_size: int, env: Mapping[str, str]) -> str | None:
     """Why get_pp_indices raises ValueError for this model and VLLM_PP_LAYER_PARTITION (None: it does not)."""
     layers = facts.layers if facts.layers is not None else len(facts.layer_kinds or ()) or None

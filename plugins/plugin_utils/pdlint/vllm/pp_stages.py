@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .history import history
-from .model_layers import pp_indices
+from .model_layers import stages
 from .releases import Release, Timeline
 
 _CORE = "v1/engine/core.py EngineCore.__init__"
@@ -44,15 +44,10 @@ CHECKED: Timeline[str] = history("tp-ratio[nixl]", Timeline(
 
 def kv_counts(kinds: Sequence[str] | None, pp: int, env: Mapping[str, str], hma_on: bool) -> tuple[int, ...] | None:
     """The KV-holding layers each of pp stages registers (see the module docstring); None when unknown."""
-    if not kinds or pp < 1 or {"mamba", "linear"} & set(kinds) or hma_on and "sliding" in kinds:
+    if not kinds or {"mamba", "linear"} & set(kinds) or hma_on and "sliding" in kinds:
         return None
-    counts = []
-    for rank in range(pp):
-        span = pp_indices(len(kinds), rank, pp, env.get("VLLM_PP_LAYER_PARTITION"))
-        if isinstance(span, str):
-            return None  # get_pp_indices raises: pp_error reports that
-        counts.append(sum(1 for kind in kinds[span[0]:span[1]] if kind != "none"))
-    return tuple(counts)
+    held = stages(kinds, pp, env)  # None: get_pp_indices raises (pp_error reports that)
+    return None if held is None else tuple(sum(1 for kind in stage if kind != "none") for stage in held)
 
 
 def checked(release: Release, pp: int) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from ..topology.types import Instance
 from . import hma
 from .history import history
-from .model_layers import pp_indices, stage_layers
+from .model_layers import pp_indices, stages
 from .registry import release as registry_release
 from .releases import R, Timeline
 
@@ -53,13 +53,8 @@ _SPEC = {_FULL: "FullAttentionSpec(sliding_window=None)",
 
 def stage_mixes(inst: Instance) -> list[frozenset[str]] | None:
     """The KV-holding layer kinds of each PP stage; None when one is unknown or vLLM refuses the partition."""
-    mixes = []
-    for rank in range(inst.pp):
-        held = stage_layers(inst.facts, inst.pp, rank, inst.env)
-        if held is None:
-            return None
-        mixes.append(frozenset(held) - {"none"})
-    return mixes
+    held = stages(inst.facts.layer_kinds, inst.pp, inst.env)
+    return None if held is None else [frozenset(stage) - {"none"} for stage in held]
 
 
 def failure(inst: Instance) -> tuple[str, str] | None:
