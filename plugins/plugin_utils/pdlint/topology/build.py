@@ -38,6 +38,8 @@ class _Source:
         self.index = index
         item = hv.values.get("vllm_instances")
         self.item: Mapping[str, Any] = item[index] if index is not None and isinstance(item, list) else {}
+        # a vault-encrypted file the host reads (no password) may set any name the host does not
+        self.hidden = bool(hv.hidden) and index is None
 
     def path(self, name: str) -> tuple[str | int, ...] | None:
         """Where name is set: the item first, then the host; None when unset."""
@@ -105,10 +107,12 @@ def _instance(src: _Source, problems: list[Finding], models: facts.ModelLookup) 
             fields[_FIELDS[name]] = value
         elif name in _FACTS:
             fact_values[_FACTS[name]] = value
-    if hv.hidden and src.index is None:  # a vault-encrypted file it reads may set any name it does not
+    if src.hidden:
         unresolved.update(name for name, _key in _READ if name not in origins)
-        unresolved.update(() if "kv_transfer_config" in origins else ("kv_transfer_config", *_KV))
-        unresolved.update(() if "env" in origins else ("env",))
+        if "kv_transfer_config" not in origins:
+            unresolved.update(("kv_transfer_config", *_KV))
+        if "env" not in origins:
+            unresolved.add("env")
     if fields.get("role") not in ("prefill", "decode"):
         return None
     if "deployment" not in fields and "pd_deployment" not in unresolved:
@@ -237,7 +241,7 @@ def _undecided(src: _Source, inst: Instance | None) -> Undecided | None:
         return None
     role, _unused = src.get("pd_role")
     dep, _unused = src.get("pd_deployment")
-    if src.hv.hidden and src.index is None:  # unset, but maybe set in a vault-encrypted file it reads
+    if src.hidden:  # unset, but maybe set in a vault-encrypted file it reads
         role = Unresolved("vault") if role is None else role
         dep = Unresolved("vault") if dep is None else dep
     if not (isinstance(role, Unresolved) or isinstance(dep, Unresolved)):
