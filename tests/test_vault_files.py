@@ -68,9 +68,11 @@ def test_a_locked_file_of_one_group_leaves_the_other_hosts_checked(tmp_path: Pat
     assert "hosts: d1" in out and "hosts: p1" not in out, out
 
 
-def test_a_locked_host_file_hides_only_that_hosts_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("locked", ["host_vars/p2.yml", "host_vars/p2/vault.yaml", "host_vars/p2"])
+def test_a_locked_host_file_hides_only_that_hosts_names(locked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.chdir(_tree(tmp_path, "host_vars/p2.yml", "vllm_pd_deployment: chat\n",
+    # Ansible's three spellings of a host's vars: a file with an extension, a directory's file, a bare name
+    monkeypatch.chdir(_tree(tmp_path, locked, "vllm_pd_deployment: chat\n",
                             {"group_vars/prefill.yml": "vllm_pd_role: prefill\n",
                              "group_vars/decode.yml": "vllm_pd_role: decode\n",
                              "group_vars/all.yml": "vllm_model: meta-llama/Llama-3.1-8B-Instruct\n"}))
@@ -78,5 +80,5 @@ def test_a_locked_host_file_hides_only_that_hosts_names(tmp_path: Path, monkeypa
     assert code == 1, out
     assert "group_vars/prefill.yml:1:15: schema vllm_pd_role is set but vllm_pd_deployment is missing" in out, out
     assert "hosts: p1\n" in out or out.count("hosts: p1;") == 1, out
-    assert "p2" not in out.replace("host_vars/p2.yml", ""), out
+    assert "p2" not in out.replace(locked, ""), out
     assert "hosts: d1" in out
