@@ -158,10 +158,12 @@ def _expected(parser, argv: list[str], read=vllm_flexparser.values) -> tuple[dic
 
 
 def _words(problems: tuple[cmdline.Problem, ...]) -> str:
-    """pdlint's problems as argparse prints its one error (all unrecognized arguments in one message)."""
-    unknown = [p.message.removeprefix("unrecognized arguments: ") for p in problems
-               if p.message.startswith("unrecognized arguments: ")]
-    return "unrecognized arguments: " + " ".join(unknown) if unknown else problems[0].message
+    """pdlint's problems as argparse prints its one error: it stops at the first error pdlint reads past (in the
+    order pdlint lists them), and reports unrecognized arguments (all in one message) only when there is none."""
+    first = next((p.message for p in problems if not p.message.startswith("unrecognized arguments: ")), None)
+    if first is not None:
+        return first
+    return "unrecognized arguments: " + " ".join(p.message.removeprefix("unrecognized arguments: ") for p in problems)
 
 
 @functools.cache
@@ -241,3 +243,57 @@ def test_hand_picked_cases_are_the_release_s(release, text, values, problem):
         assert error is None and expected == {"model": "M", **values}
     else:
         assert expected is None and (problem.split(":")[0] in error or error == "exit 0")  # --help: exit 0
+
+
+def _good(arg: Argument) -> str | None:
+    """A value the argument's type= and choices take (None: a kind this test leaves out)."""
+    if arg.kind == "choice":
+        return str(arg.choices[0])
+    return {"int": "1", "int_hr": "2", "float": "0.5", "json": "{}"}.get(arg.kind)
+
+
+def _with_good_values(got: cmdline.Parsed, argv: list[str], table: dict[str, Argument]) -> list[str] | None:
+    """argv with each value pdlint refused (a type or choice error of one scalar) replaced by one the argument
+    takes, the words keeping their places; None when a problem is of another kind (other tests judge those)."""
+    fixed = list(argv)
+    for problem in got.problems:
+        token = problem.token
+        name = problem.message.split(":", 1)[0].removeprefix("argument ").split("/")[0]
+        arg = next((a for a in table.values() if name in (*a.flags, *a.aliases)), None)
+        good = _good(arg) if arg is not None and arg.kind != "list" and arg.action != "append" else None
+        if token is None or token.file is not None or token.item is None or problem.kind != "invalid" \
+                or not problem.message.startswith("argument ") or "expected" in problem.message or good is None:
+            return None
+        index = token.item
+        if token.text.startswith("-"):  # --flag=value, -tp=4: one word
+            if "=" not in token.text:
+                return None
+            fixed[index] = token.text.split("=", 1)[0] + "=" + good
+        else:
+            fixed[index] = good
+    return fixed
+
+
+@pytest.mark.parametrize("release", KNOWN, ids=str)
+def test_a_refused_value_leaves_the_rest_of_the_line_read(release, tmp_path, monkeypatch):
+    """Issue 33 item 6: a line with bad values reads, for every other argument, what the release's own parser reads
+    of the same line with good values in their place; the refused ones are unset and named in Parsed.refused."""
+    monkeypatch.chdir(tmp_path)
+    parser = vllm_flexparser.build(_lifted(release), release)
+    rng = random.Random(f"refused-{release}")
+    table = arguments(release)
+    checked, wrong = 0, []
+    for number in range(LINES):
+        argv = command_line(rng, release, tmp_path, number)
+        got = cmdline.parse([cmdline.Token(w, i) for i, w in enumerate(argv)], release, base_dir=str(tmp_path))
+        fixed = _with_good_values(got, argv, table) if got.problems else None
+        if fixed is None:
+            continue
+        values, error = _expected(parser, fixed)
+        if error is not None:
+            continue  # the rest has a problem of its own vLLM meets first
+        checked += bool(got.refused)  # (a flag given again after its bad value is read: argparse's last wins)
+        if got.values != {k: v for k, v in values.items() if k not in got.refused} or got.refused & set(got.values):
+            wrong.append((argv, values, got.values, got.refused))
+    assert not wrong, f"{release}: {len(wrong)} differ, e.g.\n" + "\n".join(map(repr, wrong[:6]))
+    assert checked >= 10, (release, checked)

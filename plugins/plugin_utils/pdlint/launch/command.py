@@ -14,14 +14,19 @@ import os
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
+from ..contract import VARIABLES
 from ..finding import Finding, Origin
 from ..hostvars import KEY, HostVars, Path, Unresolved
 from ..paths import display_path
 from ..vllm import cmdline, dynamo_launcher, releases
+from ..vllm.args import arguments
 from ..yaml_text import yaml_text
 from . import dynamo
 from .given import ARGS, has_items_args
 from .positions import Texts, locate
+
+
+_CONTRACT_ARGS = tuple(v.name for v in VARIABLES)  # the contract's names; those that are vLLM arguments count
 
 
 @dataclasses.dataclass
@@ -90,6 +95,9 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
                     _base_dir(host.hv.origin(*path)))
     for problem in parsed.problems:
         origin = _origin_of(host, problem.token, where, host.hv.origin(*path))
+        if problem.kind == "unresolved":
+            host.finding(origin, "unresolved", f"{shown}: {problem.message}", problem.hint or None, "warning")
+            continue
         if launch and dynamo.unmodelled(problem):
             host.finding(origin, "unresolved", f"{shown}: {problem.message.split(': ', 1)[-1]} is neither vLLM "
                          f"{release}'s nor one of Dynamo's flags pdlint knows: not modelled",
@@ -101,6 +109,19 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
     for dest, given in parsed.values.items():
         # a line vLLM refuses says nothing certain about the rest: its values are read, never held against the host's
         _set(host, parsed, where, dest, given, target, prefix, key_of(dest), secret, path, not parsed.problems)
+    for dest in sorted(parsed.refused):
+        # a value vLLM refuses is unset and unknown: the rules that need it skip the engine (as for a template), the
+        # vllm-args[invalid] above says why; a variable the host sets itself keeps its value
+        key = key_of(dest)
+        if key not in target:
+            target[key] = Unresolved(f"vLLM {release} refuses its value in {shown}", reported=True)
+            host.origins[(*prefix, key)] = _origin_of(host, parsed.flags.get((dest,)), where, host.hv.origin(*path))
+    if any(p.kind == "unresolved" for p in parsed.problems):
+        # a --config FILE on the GPU host may set any argument the line leaves out: those pdlint reads stay unknown
+        # (never vLLM's defaults), so the rules that need them skip the engine; the line's own flags are read
+        for name in _CONTRACT_ARGS:
+            if name in arguments(release) and key_of(name) not in target:
+                target[key_of(name)] = Unresolved(f"{shown}'s --config FILE is on the GPU host", reported=True)
     if launch:
         _dynamo(host, launch, where, target, prefix, key_of, path)
 

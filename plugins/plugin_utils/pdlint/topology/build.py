@@ -98,7 +98,8 @@ def _instance(src: _Source, problems: list[Finding], models: facts.ModelLookup) 
         origins[name] = origin
         if isinstance(value, Unresolved):
             unresolved.add(name)
-            problems.append(_unresolved(src, name, value.reason, origin))
+            if not value.reported:
+                problems.append(_unresolved(src, name, value.reason, origin))
             continue
         value, usable = coerce(name, value)
         if not usable:
@@ -169,7 +170,8 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
     origins["kv_transfer_config"] = origin
     if isinstance(raw, Unresolved):
         unresolved.update(("kv_transfer_config", *_KV))
-        problems.append(_unresolved(src, "kv_transfer_config", raw.reason, origin))
+        if not raw.reported:
+            problems.append(_unresolved(src, "kv_transfer_config", raw.reason, origin))
         return
     config, _error = kv_config(raw)
     if config is None:

@@ -17,7 +17,7 @@ from .args import arguments, first_release
 from .cmdline_argparse import Parser, build
 from .cmdline_consume import run
 from .cmdline_data import Arg, Fail, Parsed, Problem, Token
-from .cmdline_flex import preprocess
+from .cmdline_flex import _MODEL_POSITIONAL, preprocess
 from .cmdline_split import SplitError, joined, rendered, words
 from .releases import KNOWN, R, Release
 
@@ -74,11 +74,13 @@ def parse(tokens: Sequence[Token], release: Release, *, base_dir: str | None = N
     # dropped there, 0.28.0+); the api_server's own parser owns them all
     owns = frozenset(parser.options) if not serve else frozenset({"-h", "--help"})
     args = [Arg(t.text, t) for t in tokens[skip:]]
+    problems: list[Problem] = []
     try:
-        processed = preprocess([Arg("serve", Token("serve")), *args] if serve else args, release, owns, base_dir)
+        processed = preprocess([Arg("serve", Token("serve")), *args] if serve else args, release, owns, base_dir,
+                               problems)
         state = run(parser, processed[1:] if serve else processed)
     except Fail as fail:
-        return Parsed({}, {}, {}, (fail.problem,), name)
+        return Parsed({}, {}, {}, (*problems, fail.problem), name)
     except (RecursionError, OverflowError) as err:  # vLLM's parser dies on these too (a traceback, no message)
         return Parsed({}, {}, {}, (Problem(f"vLLM's parser fails on this command line: {err}", None),), name)
     values, flags, value_tokens = state.values, state.flags, state.value_tokens
@@ -86,7 +88,12 @@ def parse(tokens: Sequence[Token], release: Release, *, base_dir: str | None = N
         values["model"] = values.pop("model_tag")
         flags[("model",)] = flags.pop(("model_tag",))
         value_tokens[("model",)] = value_tokens.pop(("model_tag",))
-    return Parsed(values, flags, value_tokens, _unrecognized(state.extras, release, parser), name)
+    refused = set(state.refused)
+    if any(p.message == _MODEL_POSITIONAL or p.message.startswith("argument --model:") for p in problems):
+        refused.add("model")
+    return Parsed(values, flags, value_tokens, (*problems, *state.problems, *_unrecognized(state.extras, release,
+                                                                                             parser)),
+                  name, frozenset(refused))
 
 
 def _unrecognized(extras: list[Arg], release: Release, parser: Parser) -> tuple[Problem, ...]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .args import Argument, arguments
-from .cmdline_data import Arg, Fail, Token
+from .cmdline_data import Arg, Fail, Problem, Token
 from .cmdline_types import converter
 from .releases import R, Release
 
@@ -49,6 +49,8 @@ class State:
     flags: dict[tuple[str, ...], Token] = dataclasses.field(default_factory=dict)
     value_tokens: dict[tuple[str, ...], Token] = dataclasses.field(default_factory=dict)
     extras: list[Arg] = dataclasses.field(default_factory=list)
+    problems: list[Problem] = dataclasses.field(default_factory=list)  # argparse's errors, in the order it meets them
+    refused: set[str] = dataclasses.field(default_factory=set)  # dests whose value an error refused
 
 
 _HELP = Action("help", "-h/--help", 0)
