@@ -79,4 +79,6 @@ def test_flags_pd_rules_read():
     ("0.32.0", "max_num_seqs", 4.0, True),
 ])
 def test_values_as_the_parser_takes_them(release, name, value, bad):
-    assert (args.problem(args.arguments(R(release))[name], value) is not None) is bad
+    from pdlint.vllm import variables
+
+    assert (variables.problem(args.arguments(R(release))[name], value, R(release)) is not None) is bad

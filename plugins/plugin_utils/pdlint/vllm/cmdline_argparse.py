@@ -63,14 +63,15 @@ def build(release: Release, launcher: str) -> Parser:
     the api_server has it from 0.10.0 too)."""
     options: dict[str, Action] = {"-h": _HELP, "--help": _HELP}
     for arg in arguments(release).values():
-        strings, action = _action(arg, release)
+        strings, action = option_action(arg, release)
         for option in strings:
             options[option] = action
     positional = launcher != "api_server" or release >= R("0.10.0")
     return Parser(options, Action("model_tag", "model_tag", "?") if positional else None)
 
 
-def _action(arg: Argument, release: Release) -> tuple[list[str], Action]:
+def option_action(arg: Argument, release: Release) -> tuple[list[str], Action]:
+    """The option strings argparse registers for arg in release, and its Action (type=, choices, nargs)."""
     strings = [*arg.flags, *arg.aliases]
     if arg.kind == "bool" and arg.action in ("store_true", "store_false"):
         stored = arg.action == "store_true"

@@ -168,11 +168,11 @@ def _converted(action: Action, values: list[Arg], option: str | None) -> Any:
     if action.nargs == 0:
         return action.switch(option or "") if action.switch else True
     if len(values) == 1 and action.nargs in (None, "?"):
-        return _value(action, values[0])
-    return [_value(action, v) for v in values]
+        return convert_value(action, values[0])
+    return [convert_value(action, v) for v in values]
 
 
-def _value(action: Action, arg: Arg) -> Any:
+def convert_value(action: Action, arg: Arg) -> Any:
     """_get_value + _check_value."""
     value: Any = arg.text
     if action.convert is not None:
