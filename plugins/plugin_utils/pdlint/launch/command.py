@@ -21,7 +21,7 @@ from ..paths import display_path
 from ..vllm import cmdline, dynamo_launcher, releases
 from ..vllm.args import arguments
 from ..yaml_text import yaml_text
-from . import dynamo
+from . import dynamo, shell, shell_env
 from .given import ARGS, has_items_args
 from .positions import Texts, locate
 
@@ -90,6 +90,20 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
                      "close the quote, or drop the trailing backslash")
         return
     where = _origins(host, path, tokens)
+    command = shell.read(tokens)
+    unread = command.message if isinstance(command, shell.Unread) else None
+    launcher = None if isinstance(command, shell.Unread) else shell.unmodelled(command.words)
+    if isinstance(command, shell.Unread) or launcher:
+        token = command.token if isinstance(command, shell.Unread) else command.words[0]
+        host.finding(where.get(token, host.hv.origin(*path)), "unresolved",
+                     f"{shown}: {unread or f'pdlint does not model the launcher `{launcher}`'}; the arguments it sets "
+                     "are not checked, and rules that need them are skipped",
+                     "write the line as the `vllm serve` (or `python -m dynamo.vllm`) command it runs, or set the "
+                     "engine's vllm_<name> variables", "warning")
+        _unknown(target, key_of, release, f"pdlint does not read {shown}")
+        return
+    tokens = list(command.words)
+    shell_env.assign(host, command.assignments, where, target, prefix, key_of("env"), shown)
     launch = dynamo.read(tokens)
     parsed = _parse(host, launch.rest if launch else _served(tokens, target, prefix, host), release,
                     _base_dir(host.hv.origin(*path)))
@@ -119,11 +133,17 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
     if any(p.kind == "unresolved" for p in parsed.problems):
         # a --config FILE on the GPU host may set any argument the line leaves out: those pdlint reads stay unknown
         # (never vLLM's defaults), so the rules that need them skip the engine; the line's own flags are read
-        for name in _CONTRACT_ARGS:
-            if name in arguments(release) and key_of(name) not in target:
-                target[key_of(name)] = Unresolved(f"{shown}'s --config FILE is on the GPU host", reported=True)
+        _unknown(target, key_of, release, f"{shown}'s --config FILE is on the GPU host")
     if launch:
         _dynamo(host, launch, where, target, prefix, key_of, path)
+
+
+def _unknown(target: MutableMapping[str, Any], key_of: Callable[[str], str], release: releases.Release,
+             why: str) -> None:
+    """The contract's vLLM arguments target does not set, unknown (a finding has said why)."""
+    for name in _CONTRACT_ARGS:
+        if name in arguments(release) and key_of(name) not in target:
+            target[key_of(name)] = Unresolved(why, reported=True)
 
 
 def _parse(host: _Host, tokens: list[cmdline.Token], release: releases.Release, base_dir: str | None) -> cmdline.Parsed:

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from ..vllm import cmdline
 from ..vllm import dynamo_launcher as dynamo
 
-_PYTHON = ("python", "python3")
 # vLLM's engine flags without `serve`: the model is --model (args.py parse_args hands the rest to a
 # FlexibleArgumentParser with AsyncEngineArgs.add_cli_args)
 _ENGINE_ONLY = (cmdline.Token("python", None, -1), cmdline.Token("-m", None, -1),
@@ -28,8 +27,7 @@ class Launch:
 
 def read(tokens: Sequence[cmdline.Token]) -> Launch | None:
     """The Dynamo launch a command line starts, else None."""
-    texts = [t.text for t in tokens[:3]]
-    if len(texts) < 3 or texts[0].rsplit("/", 1)[-1] not in _PYTHON or texts[1] != "-m" or texts[2] != dynamo.MODULE:
+    if cmdline.launcher(tokens)[0] != "dynamo":  # python3 / python3.11 / a path to one, -m dynamo.vllm[.unified_main]
         return None
     words = tuple(tokens[3:])
     own, rest = dynamo.split([t.text for t in words])

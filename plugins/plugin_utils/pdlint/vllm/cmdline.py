@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from . import dynamo_launcher
 from .args import arguments, first_release
 from .cmdline_argparse import Parser, build
 from .cmdline_consume import run
@@ -24,6 +25,7 @@ from .releases import KNOWN, R, Release
 __all__ = ["Parsed", "Problem", "SplitError", "Token", "argv", "parse"]
 
 _PYTHON = ("python", "python3")
+_OPERATOR_START = frozenset(";&|<>()0123456789")
 _API_SERVER = "vllm.entrypoints.openai.api_server"
 _TASK = ("--task is not a vllm serve option. For embedding, reranking, or reward models, use --runner pooling. To "
          "adapt a generative model for pooling, also use --convert embed, --convert classify, or --convert reward.")
@@ -33,20 +35,38 @@ def argv(value: str | list[Any]) -> list[Token]:
     """vllm_args as argv elements. A list item that starts with a flag and holds whitespace before any `=` is a
     role joining the list with spaces (`"--tensor-parallel-size 2"`): it is split shell-style too."""
     if isinstance(value, str):
-        return [Token(word, None, start) for word, start in words(value)]
+        return [Token(word, None, start, shell=_kind(kind)) for word, start, kind in words(value)]
     if not isinstance(value, (list, tuple)):
         raise SplitError(f"vllm_args must be a string or a list, not {type(value).__name__}", 0)
     out: list[Token] = []
     for index, item in enumerate(value):
         text = rendered(item)
         if not joined(text):
-            out.append(Token(text, index, 0))
+            out += _item(text, index)
             continue
         try:
-            out += [Token(word, index, start) for word, start in words(text)]
+            out += [Token(word, index, start, shell=_kind(kind)) for word, start, kind in words(text)]
         except SplitError as err:
             raise SplitError(err.message, err.offset, index) from None
     return out
+
+
+def _kind(kind: str) -> str:
+    return "" if kind == "word" else kind
+
+
+def _item(text: str, index: int) -> list[Token]:
+    """A list item as one argv element, unless it is a shell operator (`&`, `2>&1`, `> log`) a role's join passes
+    to the shell."""
+    if text[:1] not in _OPERATOR_START:
+        return [Token(text, index, 0)]
+    try:
+        parts = list(words(text))
+    except SplitError:
+        return [Token(text, index, 0)]
+    if not parts or parts[0][2] != "op":
+        return [Token(text, index, 0)]
+    return [Token(word, index, start, shell=_kind(kind)) for word, start, kind in parts]
 
 
 def launcher(tokens: Sequence[Token]) -> tuple[str, int]:
@@ -58,7 +78,7 @@ def launcher(tokens: Sequence[Token]) -> tuple[str, int]:
     if len(texts) == 3 and texts[1] == "-m" and (program in _PYTHON or program.startswith("python3.")):
         if texts[2] == _API_SERVER:
             return "api_server", 3
-        if texts[2] == "dynamo.vllm":
+        if texts[2] in dynamo_launcher.MODULES:
             return "dynamo", 3
     return "", 0
 

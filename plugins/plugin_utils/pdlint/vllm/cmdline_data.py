@@ -15,6 +15,9 @@ class Token:
     file: str | None = None  # set for tokens read from a --config FILE (then line/col: 1-based, in that file)
     line: int = 0
     col: int = 0
+    # how a shell reads it (cmdline_split.words): "op" an operator, "expand" a word it expands, "assign" NAME=value;
+    # "" a plain word (or an argv element given as a list item)
+    shell: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

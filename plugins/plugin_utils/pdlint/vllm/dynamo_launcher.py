@@ -24,6 +24,9 @@ from collections.abc import Sequence
 
 SOURCE = "ai-dynamo/dynamo components/src/dynamo/vllm/args.py parse_args, backend_args.py, runtime_args.py"
 MODULE = "dynamo.vllm"
+# components/src/dynamo/vllm/unified_main.py main(): `config = parse_args(...)`, the same dynamo.vllm.args parse_args
+# (disagg.sh --unified runs it), so its command line is dynamo.vllm's
+MODULES = (MODULE, "dynamo.vllm.unified_main")
 
 SWITCHES = frozenset((
     "--is-prefill-worker", "--is-decode-worker", "--use-vllm-tokenizer", "--route-to-encoder",
