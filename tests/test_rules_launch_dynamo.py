@@ -98,3 +98,37 @@ def test_a_vllm_serve_pair_still_collides_on_8000(tmp_path: Path) -> None:
                         "          args: >-\n            vllm serve", 1)
     found = _lint(tmp_path, text).findings
     assert [f.rule for f in found] == ["port[collision]"] and "API port uses port 8000" in found[0].message
+
+
+@pytest.mark.parametrize(("release", "flags"), [
+    ("0.33.0", ["--port 8001", "--host 0.0.0.0", "--api-key secret"]),
+    ("0.33.0", ["--port=8001", "--uvicorn-log-level debug"]),
+    ("0.32.0", ["--enable-auto-tool-choice", "--tool-call-parser hermes"]),
+    ("0.13.0", ["--api-k secret", "--root-path /v1"]),  # a prefix of a server flag is still one
+    ("0.10.1", ["--allowed-origins '[\"*\"]'", "--ssl-keyfile k.pem"]),
+])
+@pytest.mark.parametrize("shape", ["string", "list"])
+def test_a_dynamo_worker_refuses_the_api_server_s_flags(tmp_path: Path, release: str, flags: list[str],
+                                                       shape: str) -> None:
+    """Dynamo's args.py parse_args hands its leftover words to AsyncEngineArgs.add_cli_args's parser alone: each
+    API-server flag is vllm-args[invalid] at the flag; the line's engine flags are still read (-tp 2)."""
+    words = ["python3", "-m", "dynamo.vllm", "--model", "Qwen/Qwen3-0.6B", *" ".join(flags).split(" "),
+             "--disaggregation-mode", "decode", "-tp", "2", "--kv-transfer-config", NIXL]
+    if shape == "list":
+        item = "        - args:\n" + "".join(f"            - '{w.strip(chr(39))}'\n" for w in words)
+    else:
+        item = "        - args: >-\n            " + " ".join(w if w != NIXL else f"'{NIXL}'" for w in words) + "\n"
+    text = HEAD % release + item + '          env: {CUDA_VISIBLE_DEVICES: "0,1"}\n'
+    result = _lint(tmp_path, text)
+    # (a decode alone: deployment[incomplete] says so)
+    invalid = [f for f in result.findings if f.rule != "deployment[incomplete]"]
+    found = [(f.rule, f.origin.line, f.origin.column) for f in invalid]
+    expected = [("vllm-args[invalid]", *_where(text, f.split(" ")[0].split("=")[0], "args:")) for f in flags]
+    assert found == expected, result.findings
+    for finding, flag in zip(invalid, flags):
+        assert finding.message.startswith(f"vllm_instances.0.args: unrecognized arguments: {flag.split(' ')[0]}")
+        assert finding.message.endswith(f"(Dynamo's worker refuses to start: it parses vLLM {release}'s engine "
+                                        "flags alone)")
+        assert finding.hint == "a Dynamo worker runs no HTTP server (the ingress is `python -m dynamo.frontend`): " \
+                               "drop it from the line"
+    assert result.topology.instances[0].tp == 2

@@ -105,8 +105,8 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
     tokens = list(command.words)
     shell_env.assign(host, command.assignments, where, target, prefix, key_of("env"), shown)
     launch = dynamo.read(tokens)
-    parsed = _parse(host, launch.rest if launch else _served(tokens, target, prefix, host), release,
-                    _base_dir(host.hv.origin(*path)))
+    parsed = _parse(host, list(launch.rest) if launch else _served(tokens, target, prefix, host), release,
+                    _base_dir(host.hv.origin(*path)), launch is not None)
     for problem in parsed.problems:
         origin = _origin_of(host, problem.token, where, host.hv.origin(*path))
         if problem.kind == "unresolved":
@@ -117,8 +117,9 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
                          f"{release}'s nor one of Dynamo's flags pdlint knows: not modelled",
                          f"pdlint reads Dynamo's launcher as {dynamo_launcher.SOURCE} define it", "warning")
             continue
-        host.finding(origin, "vllm-args[invalid]", f"{shown}: {problem.message} (vLLM {release} refuses to start)",
-                     problem.hint or None)
+        refuses = f"Dynamo's worker refuses to start: it parses vLLM {release}'s engine flags alone" if launch and \
+            problem.hint == cmdline.SERVER_HINT else f"vLLM {release} refuses to start"
+        host.finding(origin, "vllm-args[invalid]", f"{shown}: {problem.message} ({refuses})", problem.hint or None)
     secret = any(p[:len(path)] == path for p in host.secrets)
     for dest, given in parsed.values.items():
         # a line vLLM refuses says nothing certain about the rest: its values are read, never held against the host's
@@ -146,13 +147,14 @@ def _unknown(target: MutableMapping[str, Any], key_of: Callable[[str], str], rel
             target[key_of(name)] = Unresolved(why, reported=True)
 
 
-def _parse(host: _Host, tokens: list[cmdline.Token], release: releases.Release, base_dir: str | None) -> cmdline.Parsed:
+def _parse(host: _Host, tokens: list[cmdline.Token], release: releases.Release, base_dir: str | None,
+           engine_only: bool) -> cmdline.Parsed:
     """cmdline.parse, once per words, release and folder: tokens are values (text, place), so a line's parse
     answers for every host whose line has those words at those places (its origins are the host's own)."""
-    key = (tuple(tokens), release, base_dir)
+    key = (tuple(tokens), release, base_dir, engine_only)
     found = host.parsed.get(key)
     if found is None:
-        found = host.parsed[key] = cmdline.parse(tokens, release, base_dir=base_dir)
+        found = host.parsed[key] = cmdline.parse(tokens, release, base_dir=base_dir, engine_only=engine_only)
     return found
 
 

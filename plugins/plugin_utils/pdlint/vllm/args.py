@@ -32,6 +32,7 @@ class Argument:
     nargs: str | int | None = None  # "+", "*", "?" (a bare flag takes const), a count; None: one value
     optional: bool = False  # type=optional_type(...): "" and "None" on the command line are None
     or_text: bool = False  # json: union_dict_and_str, a value that is not `{...}` is taken as text
+    engine: bool = False  # registered by AsyncEngineArgs.add_cli_args (an engine flag), not the API server's
 
     @property
     def spellings(self) -> tuple[str, ...]:
@@ -67,7 +68,7 @@ def arguments(release: Release) -> dict[str, Argument]:
                 out[name] = Argument(name, tuple(spec["flags"]), tuple(spec["aliases"]), spec["kind"],
                                      tuple(spec.get("choices", ())), spec.get("action"), spec.get("item"),
                                      spec.get("nargs"), bool(spec.get("optional")),
-                                     bool(spec.get("or_text")))
+                                     bool(spec.get("or_text")), bool(spec.get("engine")))
     return out
 
 

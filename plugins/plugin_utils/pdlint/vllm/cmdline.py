@@ -15,14 +15,14 @@ from typing import Any
 
 from . import dynamo_launcher
 from .args import arguments, first_release
-from .cmdline_argparse import Parser, build
+from .cmdline_argparse import Parser, build, classify
 from .cmdline_consume import run
 from .cmdline_data import Arg, Fail, Parsed, Problem, Token
 from .cmdline_flex import _MODEL_POSITIONAL, preprocess
 from .cmdline_split import SplitError, joined, rendered, words
 from .releases import KNOWN, R, Release
 
-__all__ = ["Parsed", "Problem", "SplitError", "Token", "argv", "parse"]
+__all__ = ["SERVER_HINT", "Parsed", "Problem", "SplitError", "Token", "argv", "parse"]
 
 _PYTHON = ("python", "python3")
 _OPERATOR_START = frozenset(";&|<>()0123456789")
@@ -83,13 +83,15 @@ def launcher(tokens: Sequence[Token]) -> tuple[str, int]:
     return "", 0
 
 
-def parse(tokens: Sequence[Token], release: Release, *, base_dir: str | None = None) -> Parsed:
-    """What release's parser makes of tokens; never raises (a refusal is a Problem)."""
-    name, skip = launcher(tokens)
+def parse(tokens: Sequence[Token], release: Release, *, base_dir: str | None = None,
+          engine_only: bool = False) -> Parsed:
+    """What release's parser makes of tokens; never raises (a refusal is a Problem). engine_only: the tokens are
+    the words Dynamo's worker hands to a FlexibleArgumentParser holding AsyncEngineArgs.add_cli_args alone."""
+    name, skip = ("engine", 0) if engine_only else launcher(tokens)
     if name == "dynamo":  # Dynamo's own launcher and flags: not vLLM's parser (issue 24 item 7)
         return Parsed({}, {}, {}, (), name)
-    serve = name != "api_server"
-    parser = build(release, "serve" if serve else "api_server")
+    serve = name not in ("api_server", "engine")
+    parser = build(release, "serve" if serve else name)
     # `vllm serve`: parse_args runs on the top-level parser, which owns no --no-X (a config file's `false` is
     # dropped there, 0.28.0+); the api_server's own parser owns them all
     owns = frozenset(parser.options) if not serve else frozenset({"-h", "--help"})
@@ -111,20 +113,39 @@ def parse(tokens: Sequence[Token], release: Release, *, base_dir: str | None = N
     refused = set(state.refused)
     if any(p.message == _MODEL_POSITIONAL or p.message.startswith("argument --model:") for p in problems):
         refused.add("model")
-    return Parsed(values, flags, value_tokens, (*problems, *state.problems, *_unrecognized(state.extras, release,
-                                                                                             parser)),
-                  name, frozenset(refused))
+    unknown = _unrecognized(state.extras, release, parser, engine_only)
+    return Parsed(values, flags, value_tokens, (*problems, *state.problems, *unknown), name, frozenset(refused))
 
 
-def _unrecognized(extras: list[Arg], release: Release, parser: Parser) -> tuple[Problem, ...]:
-    """argparse's "unrecognized arguments: ..." (parse_args), one problem per unknown flag and the strings after it."""
+def _unrecognized(extras: list[Arg], release: Release, parser: Parser, engine_only: bool) -> tuple[Problem, ...]:
+    """argparse's "unrecognized arguments: ..." (parse_args), one problem per unknown flag and the strings after it:
+    kind "unknown" (no parser of the release has it), or "invalid" for an API-server flag on the engine-only one."""
     groups: list[list[Arg]] = []
     for arg in extras:
         if not groups or arg.text.startswith("-"):
             groups.append([])
         groups[-1].append(arg)
-    return tuple(Problem("unrecognized arguments: " + " ".join(a.text for a in group), group[0].token,
-                         hint(group[0].text, release, parser)) for group in groups)
+    out = []
+    for group in groups:
+        message = "unrecognized arguments: " + " ".join(a.text for a in group)
+        server = engine_only and _server_flag(group[0], release)
+        out.append(Problem(message, group[0].token, SERVER_HINT if server else hint(group[0].text, release, parser),
+                           "invalid" if server else "unknown"))
+    return tuple(out)
+
+
+SERVER_HINT = "a Dynamo worker runs no HTTP server (the ingress is `python -m dynamo.frontend`): drop it from the line"
+
+
+def _server_flag(arg: Arg, release: Release) -> bool:
+    """A flag of the API server's parser (FrontendArgs, make_arg_parser) that the engine's own parser lacks."""
+    if not arg.text.startswith("-"):
+        return False
+    try:
+        found = classify(build(release, "api_server"), arg)
+    except Fail:
+        return False
+    return found is not None and found[0] is not None
 
 
 def hint(text: str, release: Release, parser: Parser) -> str:

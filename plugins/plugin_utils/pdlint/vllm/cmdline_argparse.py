@@ -60,12 +60,18 @@ _HELP = Action("help", "-h/--help", 0)
 def build(release: Release, launcher: str) -> Parser:
     """The serve (sub)parser of release: -h/--help, then the table's arguments; the positional model_tag
     (nargs ?) under `vllm serve` (entrypoints/cli/serve.py subparser_init <= 0.9.2, make_arg_parser 0.10.0+, so
-    the api_server has it from 0.10.0 too)."""
+    the api_server has it from 0.10.0 too). launcher "engine": a FlexibleArgumentParser holding what
+    AsyncEngineArgs.add_cli_args registers alone (Dynamo's worker, ai-dynamo/dynamo vllm/args.py parse_args), no
+    positional."""
     options: dict[str, Action] = {"-h": _HELP, "--help": _HELP}
     for arg in arguments(release).values():
+        if launcher == "engine" and not arg.engine:
+            continue
         strings, action = option_action(arg, release)
         for option in strings:
             options[option] = action
+    if launcher == "engine":
+        return Parser(options, None)
     positional = launcher != "api_server" or release >= R("0.10.0")
     return Parser(options, Action("model_tag", "model_tag", "?") if positional else None)
 
