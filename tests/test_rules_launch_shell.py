@@ -88,6 +88,8 @@ def test_an_assignment_that_contradicts_vllm_env_is_a_conflict(tmp_path: Path) -
     (f"vllm serve {MODEL} --port 8100 && vllm serve {MODEL} --port 8200", f"vllm serve {MODEL} --port 8200",
      f"two commands start vLLM (`vllm serve {MODEL}` and `vllm serve {MODEL}`)"),
     (f"(vllm serve {MODEL} -tp 3)", "(", "`(` starts a subshell or group"),
+    ("cd /opt/pd && ./serve-decode.sh -tp 3", "cd", "none of its commands starts vLLM (`cd /opt/pd`, "
+                                                    "`./serve-decode.sh -tp 3`)"),
 ])
 def test_a_line_that_is_not_one_command_says_so_once(tmp_path: Path, line: str, marker: str, why: str) -> None:
     """One `unresolved` warning at the word, and no rule runs on what the line would set (no tp[heads] for the

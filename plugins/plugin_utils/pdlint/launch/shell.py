@@ -55,6 +55,9 @@ def read(tokens: Sequence[cmdline.Token]) -> Command | Unread:
     if len(vllm) > 1:
         return Unread(f"two commands start vLLM ({_shown(vllm[0].words)} and {_shown(vllm[1].words)}): pdlint reads "
                       "one engine per command line", vllm[1].words[0])
+    if not vllm and len(ran) > 1:
+        return Unread(f"none of its commands starts vLLM ({', '.join(_shown(c.words) for c in ran)}): pdlint cannot "
+                      "read this line as one command", ran[0].words[0])
     chosen = vllm[0] if vllm else ran[0] if ran else Command(commands[0].assignments if commands else (), ())
     expanded = next((t for t in (*chosen.assignments, *chosen.words) if t.shell == "expand"), None)
     if expanded is not None:
