@@ -25,7 +25,6 @@ from . import dynamo, shell, shell_env
 from .given import ARGS, has_items_args
 from .positions import Texts, locate
 
-
 _CONTRACT_ARGS = tuple(v.name for v in VARIABLES)  # the contract's names; those that are vLLM arguments count
 
 

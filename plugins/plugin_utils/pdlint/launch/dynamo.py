@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from ..vllm import cmdline
 from ..vllm import dynamo_launcher as dynamo
 
+
 @dataclasses.dataclass(frozen=True)
 class Launch:
     """Dynamo's share of a command line: its module word, its own flags, the words left for vLLM."""

@@ -5,8 +5,8 @@ from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology, per_body
 from ..vllm import composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, stage_specs, view
-from ..vllm.ports import api_port
 from ..vllm import registry as connectors
+from ..vllm.ports import api_port
 from ..vllm.releases import Release
 from .base import Hit, each_body, hit, rule, words
 

@@ -86,8 +86,9 @@ def _refuse(state: State, dest: str, fail: Fail) -> None:
     """The argument's problem; it is unset, whatever an earlier mention gave it (argparse's last one wins)."""
     state.problems.append(fail.problem)
     state.refused.add(dest)
-    for held in (state.values, state.flags, state.value_tokens):
-        for key in [k for k in held if k == dest or isinstance(k, tuple) and k[0] == dest]:
+    state.values.pop(dest, None)
+    for held in (state.flags, state.value_tokens):
+        for key in [k for k in held if k[0] == dest]:  # the argument and its dotted sub-keys
             del held[key]
 
 

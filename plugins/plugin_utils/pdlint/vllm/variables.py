@@ -7,6 +7,7 @@ pattern of pdlint's own. tests/test_vllm_variables.py holds the two ways equal f
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .args import Argument
@@ -34,7 +35,7 @@ def problem(arg: Argument, given: Any, release: Release) -> str | None:
         return None
     if isinstance(given, dict) or (isinstance(given, list) and arg.kind != "list"):
         return f"{arg.flags[0]} takes one value: {'a mapping' if isinstance(given, dict) else 'a list'} is none"
-    action = option_action(arg, release)[1]
+    action = _action(arg, release)
     for item in given if isinstance(given, list) else [given]:
         if isinstance(item, (dict, list)):
             return f"{arg.flags[0]}: item {item!r} is not one value"
@@ -44,3 +45,9 @@ def problem(arg: Argument, given: Any, release: Release) -> str | None:
         except Fail as fail:
             return fail.problem.message
     return None
+
+
+@functools.cache
+def _action(arg: Argument, release: Release) -> Any:
+    """The Action the command-line parser builds for arg (its converter closures), once per argument and release."""
+    return option_action(arg, release)[1]
