@@ -132,3 +132,11 @@ def test_a_dynamo_worker_refuses_the_api_server_s_flags(tmp_path: Path, release:
         assert finding.hint == "a Dynamo worker runs no HTTP server (the ingress is `python -m dynamo.frontend`): " \
                                "drop it from the line"
     assert result.topology.instances[0].tp == 2
+
+
+def test_dynamo_s_own_headless_is_not_the_api_server_s(tmp_path: Path) -> None:
+    """--headless is vLLM serve's flag and Dynamo's own (backend_args.py DynamoVllmArgGroup): Dynamo's parser takes
+    it first, so the engine-only parser never sees it; no vllm-args finding."""
+    text = HEAD % "0.33.0" + (f"        - args: >-\n            python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B --headless "
+                              f"--disaggregation-mode decode --kv-transfer-config '{NIXL}'\n")
+    assert [f.rule for f in _lint(tmp_path, text).findings if f.rule.startswith("vllm-args")] == []
