@@ -132,3 +132,15 @@ def test_dynamo_s_unified_entry_point_is_dynamo_s_launcher(tmp_path: Path, modul
     assert [f.rule for f in result.findings] == ["tp[heads]", "tp[kv-heads]"], result.findings
     decode = _decode(result)
     assert (decode.launcher, decode.host) == ("dynamo", "d1")
+
+
+def test_a_list_a_role_joins_into_a_shell_line(tmp_path: Path) -> None:
+    """The same in list form: an item `NAME=value` before the program, `2>&1` and `&` items (a role that joins
+    the list with spaces hands them to the shell)."""
+    items = ["CUDA_VISIBLE_DEVICES=1,2,3", "vllm", "serve", MODEL, "-tp", "3", "--kv-transfer-config", NIXL,
+             "2>&1", "&"]
+    text = HEAD % "" + "      vllm_args:\n" + "".join(f"        - '{w}'\n" for w in items)
+    result = _lint(tmp_path, text)
+    line = text.splitlines().index("        - '-tp'") + 1
+    assert [(f.rule, f.origin.line) for f in result.findings] == [("tp[heads]", line), ("tp[kv-heads]", line)]
+    assert _decode(result).env["CUDA_VISIBLE_DEVICES"] == "1,2,3"

@@ -19,7 +19,7 @@ from .cmdline_argparse import Parser, build, classify
 from .cmdline_consume import run
 from .cmdline_data import Arg, Fail, Parsed, Problem, Token
 from .cmdline_flex import _MODEL_POSITIONAL, preprocess
-from .cmdline_split import SplitError, joined, rendered, words
+from .cmdline_split import ASSIGN, SplitError, joined, rendered, words
 from .releases import KNOWN, R, Release
 
 __all__ = ["SERVER_HINT", "Parsed", "Problem", "SplitError", "Token", "argv", "parse"]
@@ -56,8 +56,10 @@ def _kind(kind: str) -> str:
 
 
 def _item(text: str, index: int) -> list[Token]:
-    """A list item as one argv element, unless it is a shell operator (`&`, `2>&1`, `> log`) a role's join passes
-    to the shell."""
+    """A list item as one argv element, unless it is a shell operator (`&`, `2>&1`, `> log`) or an environment
+    assignment (`CUDA_VISIBLE_DEVICES=0`) a role's join passes to the shell."""
+    if ASSIGN.match(text):
+        return [Token(text, index, 0, shell="assign")]
     if text[:1] not in _OPERATOR_START:
         return [Token(text, index, 0)]
     try:

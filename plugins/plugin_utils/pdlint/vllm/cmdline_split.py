@@ -11,7 +11,7 @@ _DQ_ESCAPES = '$`"\\\n'
 _OPERATOR = ";&|<>()"  # unquoted, these start an operator (POSIX 2.3), never part of a word
 _OPERATORS = ("&>>", "<<-", "&&", "||", ";;", "|&", "&>", ">>", "<<", ">&", "<&", ">|", "<>",
               ";", "&", "|", "<", ">", "(", ")")  # longest first
-_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 class SplitError(ValueError):
@@ -55,7 +55,7 @@ def words(text: str) -> Iterator[tuple[str, int, str]]:
                 yield op, i, "op"
                 i = i2 + len(op) - (i2 - i)
                 continue
-            kind = "expand" if expands else "assign" if _ASSIGN.match(text, i) else "word"
+            kind = "expand" if expands else "assign" if ASSIGN.match(text, i) else "word"
             yield word, i, kind
             i = i2
 
