@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, write_tree
-from pdlint.cli import main
+from pdlint.cli import commands, main
 
 PDLINT = Path(sys.executable).parent / "pdlint"
 INVENTORY = {"hosts.yml": """\
@@ -22,9 +22,70 @@ INVENTORY = {"hosts.yml": """\
 def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    dispatched = {"explain", "rules", "models", "versions", "schema", "lsp"}  # cli/__init__.py's _main
-    for name in dispatched:
+    for name in commands.BY_NAME:  # the table main dispatches on
         assert f"  pdlint {name}" in out, name
+    assert "write ./models (or\nmodels/) to check a folder named models" in out
+
+
+# Each subcommand, and what only it prints (a test below holds this to the dispatch table).
+RUNS = {
+    "explain": (["explain", "hosts.yml"], "deployment d (vLLM"),
+    "rules": (["rules", "tp"], "tp[heads] (error)\n"),
+    "models": (["models", "Qwen/Qwen3-0.6B"], "Qwen/Qwen3-0.6B  16     8         false  false  28\n"),
+    "versions": (["versions"], "pdlint applies the rules of these"),
+    "schema": (["schema", "config"], '"$schema"'),
+    "lsp": (["lsp", "--help"], "usage: pdlint lsp"),
+}
+
+
+def test_every_subcommand_is_run_below() -> None:
+    assert set(RUNS) == set(commands.BY_NAME)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_a_subcommand_runs_beside_a_folder_of_its_name(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A repository root with models/ (config.json files) or rules/: the word is the subcommand, as --help says."""
+    monkeypatch.chdir(write_tree(tmp_path, {**INVENTORY, f"{name}/hosts.yml": INVENTORY["hosts.yml"]}))
+    argv, said = RUNS[name]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert said in captured.out and "no such file" not in captured.err, captured
+
+
+@pytest.mark.parametrize("path", ["./models", "models/", "./rules"])
+def test_the_path_form_of_a_subcommand_name_is_the_folder(path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    folder = path.strip("./")
+    monkeypatch.chdir(write_tree(tmp_path, {f"{folder}/hosts.yml": INVENTORY["hosts.yml"]}))
+    assert main(["--no-cache", "--strict", path]) == 1
+    assert f"{folder}/hosts.yml:3:83: model-facts [warning]" in capsys.readouterr().out.replace("./", "")
+
+
+@pytest.mark.parametrize(("argv", "meant"), [
+    (["model", "show", "Qwen/Qwen3-0.6B"], "`pdlint models Qwen/Qwen3-0.6B`"),
+    (["model", "deepseek-ai/DeepSeek-V3"], "`pdlint models deepseek-ai/DeepSeek-V3`"),
+    (["rule", "tp"], "`pdlint rules tp`"),
+    (["version"], "`pdlint versions` or `pdlint --version`"),
+    (["explian", "--format", "json", "inv/"], "`pdlint explain --format json inv/`"),
+    (["schemas", "config"], "`pdlint schema config`"),
+])
+def test_a_near_miss_suggests_the_subcommand(argv: list[str], meant: str, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (f"pdlint: error: {argv[0]}: no such subcommand, file or directory; "
+                                       f"did you mean {meant}? (`pdlint --help` lists them)\n")
+
+
+def test_a_near_miss_that_is_a_path_is_a_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(write_tree(tmp_path, {"model/hosts.yml": INVENTORY["hosts.yml"]}))
+    assert main(["--no-cache", "--strict", "model"]) == 1
+    assert "model/hosts.yml:3:83: model-facts [warning]" in capsys.readouterr().out
+    assert main(["model", "show"]) == 2
+    assert capsys.readouterr().err == "pdlint: error: show: no such file or directory\n"
 
 
 @pytest.mark.parametrize("argv", [["lsp", "--help"], ["lsp", "-h"]])

@@ -29,21 +29,14 @@ def _release(text: str) -> str:
     return text
 
 
-# Every subcommand, so `pdlint --help` names them all (a test checks it against main's dispatch).
-SUBCOMMANDS = (
-    ("explain", "[PATH ...]", "show the topology vLLM will build: engines, GPUs, rank maps, ports"),
-    ("rules", "[ID|FAMILY|--markdown]", "document the rules (with the vLLM releases each follows)"),
-    ("models", "[NAME|PATH|ID ...]", "list the models pdlint knows, or show a config.json's facts as vLLM derives them"),
-    ("versions", "", "list the vLLM releases pdlint follows"),
-    ("schema", "", "print the JSON Schema of pdlint's variables"),
-    ("lsp", "[--stdio]", "run the language server over stdio (needs: pip install 'pdlint[lsp]')"),
-)
-
-
 def _epilog() -> str:
-    rows = [(f"pdlint {name} {args}".rstrip(), what) for name, args, what in SUBCOMMANDS]
+    from .commands import SUBCOMMANDS
+
+    rows = [(f"pdlint {s.name} {s.usage}".rstrip(), s.what) for s in SUBCOMMANDS]
     width = max(len(usage) for usage, _unused in rows)
-    return "subcommands:\n" + "".join(f"  {usage:{width}}  {what}\n" for usage, what in rows)
+    return ("subcommands:\n" + "".join(f"  {usage:{width}}  {what}\n" for usage, what in rows)
+            + "\nA subcommand's name is always the subcommand, even beside a folder of that name: write ./models (or\n"
+              "models/) to check a folder named models.\n")
 
 
 def parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.REPORTERS)),
@@ -54,7 +47,7 @@ def parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.RE
     ap = argparse.ArgumentParser(prog=prog, description=description, epilog=_epilog() if lint else None,
                                  formatter_class=argparse.RawDescriptionHelpFormatter if lint
                                  else argparse.HelpFormatter)  # raw: the epilog's table keeps its lines
-    ap.add_argument("paths", nargs="*", metavar="PATH", help="inventory file or directory, or any file inside one")
+    ap.add_argument("paths", nargs="*", metavar="PATH", help="inventory file or directory, or any file inside one (./models for a folder named as a subcommand)")
     ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
                     help="inventory source, as in Ansible (repeatable; together they form one inventory)")
     ap.add_argument("-f", "--format", choices=list(formats), default=None, help=format_help)
