@@ -20,7 +20,7 @@ from ..load.layout import absolute_sources
 from ..load.model_files import Files
 from ..report import reporters as report
 from . import commands, pipe
-from .inputs import Unusable, inventory_for, prepare  # noqa: F401 - inventory_for: the hook's entry point
+from .inputs import Unusable, inventory_for, load_options, prepare  # noqa: F401 - inventory_for: the hook's entry point
 from .options import parser
 
 if TYPE_CHECKING:
@@ -83,10 +83,8 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         from ..cache import filememo
 
         memo = filememo.on_disk(absolute_sources(sources))
-    loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
-                         allow_plugins=args.allow_inventory_plugins, limits=limits,
-                         vault_password_file=args.vault_password_file, notes=notes, note=said.append, memo=memo,
-                         keep=keep, keep_names=kept)
+    loaded = select.load(sources, **load_options(args), notes=notes, note=said.append, memo=memo, keep=keep,
+                         keep_names=kept)
     for text in said:
         sys.stderr.write(f"pdlint: info: {text}\n")
     if not loaded:
