@@ -32,7 +32,8 @@ def _locked_decode(tmp: Path) -> Path:
     (tmp / "pass.txt").write_text(PASSWORD + "\n")
     (tmp / "group_vars").mkdir()
     (tmp / "hosts.yml").write_text("all:\n  vars:\n    " + MODEL + "    " + NIXL + "  children:\n"
-                                   "    pre: {hosts: {p1: {vllm_tensor_parallel_size: 4}}}\n    dec: {hosts: {d1: {}}}\n")
+                                   "    pre: {hosts: {p1: {vllm_tensor_parallel_size: 4}}}\n"
+                                   "    dec: {hosts: {d1: {}}}\n")
     (tmp / "group_vars" / "pre.yml").write_text("vllm_pd_role: prefill\nvllm_pd_deployment: chat\n")
     (tmp / "group_vars" / "dec.yml").write_bytes(
         _sealed("vllm_pd_role: decode\nvllm_pd_deployment: chat\nvllm_tensor_parallel_size: 6\n"))
@@ -48,7 +49,8 @@ def _inline_prefill(tmp: Path) -> Path:
         "    n1:\n      vllm_instances:\n"
         "        - pd_deployment: chat\n          instance_id: pre\n          port: 8000\n"
         "          pd_role: " + _inline("prefill", 10) + "          tensor_parallel_size: " + _inline(3, 10)
-        + "        - pd_deployment: " + _inline("hidden-dep", 10) + "          instance_id: lone\n          port: 8001\n"
+        + "        - pd_deployment: " + _inline("hidden-dep", 10)
+        + "          instance_id: lone\n          port: 8001\n"
         "          pd_role: " + _inline("decode", 10)
         + "        - pd_deployment: chat\n          instance_id: odd\n          port: 8002\n"
         "          pd_role: " + _inline("decoder", 10)
