@@ -191,11 +191,12 @@ def _play_rows(collections: Path, tmp: Path, inventory: Path, **env: str) -> set
 
 
 def _vault_files(tmp: Path) -> Path:
-    """FILES, with the prefill's side channel port and the decode's kv_port vaulted inline."""
+    """FILES, with the prefill's side channel port and TP, and the decode's kv_port, vaulted inline."""
     write_tree(tmp, {"pass.txt": PASSWORD + "\n"})
     return write_tree(tmp / "inv", {**FILES, "group_vars/prefill.yml": textwrap.dedent(FILES["group_vars/prefill.yml"])
                                     + "vllm_env:\n  VLLM_NIXL_SIDE_CHANNEL_HOST: 10.0.0.1\n"
-                                    f"  VLLM_NIXL_SIDE_CHANNEL_PORT: {_vaulted('5601', 2)}",
+                                    f"  VLLM_NIXL_SIDE_CHANNEL_PORT: {_vaulted('5601', 2)}"
+                                    f"vllm_tensor_parallel_size: {_vaulted('4', 0)}",
                                     "group_vars/decode.yml": textwrap.dedent(FILES["group_vars/decode.yml"])
                                     + "vllm_kv_transfer_config:\n  kv_connector: NixlConnector\n  kv_role: kv_both\n"
                                     f"  kv_port: {_vaulted('14579', 2)}"})
@@ -210,6 +211,8 @@ def test_the_play_and_the_cli_give_the_same_findings(collections: Path, tmp_path
     monkeypatch.chdir(vaulted)
     cli = _cli(capsys, ".")
     assert ("group_vars/prefill.yml", 6, 32, "unresolved", "vllm_env.VLLM_NIXL_SIDE_CHANNEL_PORT cannot be rendered "
+            "statically (vault-encrypted value, no vault password given)" + _SKIPPED, ("p1",)) in cli, cli
+    assert ("group_vars/prefill.yml", 13, 28, "unresolved", "vllm_tensor_parallel_size cannot be rendered "
             "statically (vault-encrypted value, no vault password given)" + _SKIPPED, ("p1",)) in cli, cli
     assert ("group_vars/decode.yml", 6, 12, "unresolved", "vllm_kv_transfer_config.kv_port cannot be rendered "
             "statically (vault-encrypted value, no vault password given)" + _SKIPPED, ("d1",)) in cli, cli
