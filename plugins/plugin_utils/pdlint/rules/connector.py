@@ -58,7 +58,7 @@ def unknown(topo: Topology) -> Iterator[Hit]:
 def _unknown_problems(inst: Instance) -> Iterator[tuple[str, str]]:
     """(message, hint) when inst's kv_connector is no class its release's factory knows."""
     name = inst.connector
-    if not name or not isinstance(name, str) or not inst.knows("kv_connector", "version", "env"):
+    if not name or not isinstance(name, str) or not inst.knows("kv_connector", "version", "env.VLLM_USE_V1"):
         return
     release = connectors.release(inst)
     use_v1 = str(inst.env.get("VLLM_USE_V1", "1")).strip() != "0"

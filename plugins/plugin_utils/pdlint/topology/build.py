@@ -209,12 +209,16 @@ def _env(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unres
          problems: list[Finding]) -> None:
     raw, origin = src.get("env")
     if origin is None or not isinstance(raw, dict):
+        if isinstance(raw, Unresolved):  # the whole mapping (`vllm_env: "{{ envs }}"`): none of its names is known
+            unresolved.add("env")
+            problems.append(_unresolved(src, "env", raw.reason, origin))
         return
     env: dict[str, str] = {}
     for key, value in raw.items():
         origins[f"env.{key}"] = src.origin_in("env", str(key))
-        if isinstance(value, Unresolved):
+        if isinstance(value, Unresolved):  # the rules reading it skip this instance (Instance.knows)
             unresolved.add(f"env.{key}")
+            problems.append(_unresolved(src, f"env.{key}", value.reason, origins[f"env.{key}"]))
         elif isinstance(value, str) and unreadable_number(value):
             unresolved.add(f"env.{key}")
             problems.append(Finding(
