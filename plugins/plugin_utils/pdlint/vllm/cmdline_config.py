@@ -59,8 +59,9 @@ def load(path: Arg, release: Release, owns: frozenset[str], base_dir: str | None
     if os.path.isabs(name) and not os.path.exists(name):
         # the line runs on the GPU host, whose files (a role templates /etc/vllm/*.yaml there) pdlint never sees
         raise Fail(f"--config {name} is not on this machine (vLLM reads it on the GPU host): the arguments it "
-                   "sets are not checked, and rules that need one the line leaves out are skipped", path.token, "put the file beside the inventory and name it by a relative "
-                   "path, or give its arguments on the line", kind="unresolved")
+                   "sets are not checked, and rules that need one the line leaves out are skipped", path.token,
+                   "put the file beside the inventory and name it by a relative path, or give its arguments on the "
+                   "line", kind="unresolved")
     pairs = _read(full, path.token)
     out: list[Arg] = []
     for key, value, key_token, value_token in pairs:

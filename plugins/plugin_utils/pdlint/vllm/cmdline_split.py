@@ -112,8 +112,8 @@ def _expansion(text: str, i: int) -> bool:
     """A `$` that starts a parameter, command or arithmetic expansion, or a backtick."""
     if text[i] == "`":
         return True
-    return text[i] == "$" and i + 1 < len(text) and (text[i + 1] in "({@*#?$!-" or text[i + 1].isalnum()
-                                                    or text[i + 1] == "_")
+    return text[i] == "$" and i + 1 < len(text) and (
+        text[i + 1] in "({@*#?$!-" or text[i + 1].isalnum() or text[i + 1] == "_")
 
 
 def _double(text: str, start: int, out: list[str]) -> tuple[int, bool]:
