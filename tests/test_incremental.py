@@ -386,8 +386,9 @@ def _apply(inv: Path, originals: dict[str, str], edit: tuple[str, str, Any]) -> 
                              f"  - {{port: 8200, pd_role: decode, tensor_parallel_size: 2{other}}}\n")
     elif kind == "host-skip":
         _set(host_vars, "pdlint_skip", arg)
-    elif kind == "template":  # a variable no other file sets, so the template is what hosts get
-        _set(inv / target, "vllm_kv_cache_dtype", "\"{{ 'fp8' }}\"")
+    elif kind == "template":  # a variable no other file sets, so the template is what hosts get; by default one
+        # the fast loader hands to ansible-core (load/fast/render.py), so the reference loader takes part
+        _set(inv / target, "vllm_kv_cache_dtype", arg or "\"{{ 'fp8' if true else 'auto' }}\"")
     elif kind == "vault-value":
         _drop(inv / target, "vllm_port")
         (inv / target).write_text((inv / target).read_text()
@@ -548,6 +549,7 @@ def test_an_edit_to_one_deployment_checks_only_its_unit(fleet: _Fleet, spy: _Spy
     (("port", "ghost", 8100), False),  # a file no host reads
     (("touch", "group_vars/d3_prefill.yml", None), False),  # the role conflict's group, unchanged
     (("version", "d6", "0.32.0"), True),  # no instance left without vllm_version: the summary says no more
+    (("template", "group_vars/d1_decode.yml", "\"{{ 'fp' ~ 8 }}\""), True),  # the fast loader renders it
 ])
 def test_edits_the_incremental_path_answers(edit: tuple[str, str, Any], changes: bool, fleet: _Fleet,
                                             spy: _Spy) -> None:

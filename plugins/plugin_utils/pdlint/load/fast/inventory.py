@@ -198,14 +198,15 @@ def dump(inv: Inventory) -> tuple[Any, ...]:
             {n: ({k: _var_data(v) for k, v in g.vars.items()}, g.children, g.parents, g.priority)
              for n, g in inv.groups.items()},
             {n: ({k: _var_data(v) for k, v in h.vars.items()}, h.groups) for n, h in inv.hosts.items()},
-            {n: (o.file, o.line, o.column) for n, o in inv.declared.items()})
+            {n: (o.file, o.line, o.column) for n, o in inv.declared.items()}, frozenset(inv.keep))
 
 
 def restore(data: Any) -> Inventory:
     """The inventory dump() gave (raises ValueError, TypeError on anything else)."""
-    safe, groups, hosts, declared = data
+    safe, groups, hosts, declared, keep = data
     inv = Inventory.__new__(Inventory)
     inv.safe_group_names = bool(safe)
+    inv.keep = frozenset(str(name) for name in keep)  # templates read these names too (load/fast/render.py)
     inv.groups = {n: Group(n, {k: _var(v) for k, v in gv.items()}, list(children), list(parents), int(priority))
                   for n, (gv, children, parents, priority) in groups.items()}
     inv.hosts = {n: Host(n, {k: _var(v) for k, v in hv.items()}, list(member)) for n, (hv, member) in hosts.items()}

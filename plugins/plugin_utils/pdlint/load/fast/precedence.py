@@ -8,6 +8,7 @@ from ...finding import Finding, Origin
 from ...hostvars import HostVars, is_template
 from .. import role_conflicts as roles
 from .inventory import Host, Inventory
+from .render import HandOver, Scope, render_leaves
 from .values import Var
 from .vars_dirs import VarsFiles
 
@@ -66,28 +67,46 @@ class _Resolved:
             self.origins.update(full)
 
 
-def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefixed) -> HostVars | None:
-    """The group-level values overridden by the host's own; None when a value is a template (Ansible renders it).
+def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefixed,
+               keep: frozenset[str]) -> HostVars | None:
+    """The group-level values overridden by the host's own, templates rendered (load/fast/render.py); None when a
+    template needs ansible-core (the reference loader renders that host).
 
-    Nothing but its name depends on the host when it has no variables of its own: a template reading
-    inventory_hostname is a template, which the reference loader renders."""
+    Nothing but its name depends on the host when it has no variables of its own and no template: such hosts
+    share the profile's dicts."""
     if not own:
-        return None if base.templated else HostVars(host=name, values=base.values, origins=base.origins,
-                                                    groups=base.names)
-    if base.templated - own.keys():
-        return None
+        if not base.templated:
+            return HostVars(host=name, values=base.values, origins=base.origins, groups=base.names)
+        return _rendered(name, base.values, base.origins, base.templated, base.names, keep)
     values = dict(base.values)
     origins = dict(base.origins)
+    templated = base.templated - own.keys()
     for key, var in own.items():
         if key in base.data:  # the host's value replaces the group's whole, origins below it included
             for path in prefixed(key, base.data[key])[1]:
                 del origins[path]
-        templated, full = prefixed(key, var)
-        if templated:
-            return None
+        is_templated, full = prefixed(key, var)
+        if is_templated:
+            templated = templated | {key}
         values[key] = var[0]
         origins.update(full)
+    if templated:
+        return _rendered(name, values, origins, templated, base.names, keep)
     return HostVars(host=name, values=values, origins=origins, groups=base.names)
+
+
+def _rendered(name: str, values: dict[str, Any], origins: dict[Any, Any], templated: set[str],
+              groups: tuple[str, ...], keep: frozenset[str]) -> HostVars | None:
+    """The host's values with their templates rendered as ansible-core renders them (each keeps the template's own
+    origin, as the reference loader's does); None when one needs ansible-core."""
+    scope = Scope(name, values, groups, keep)
+    out = dict(values)
+    try:
+        for key in sorted(templated):
+            out[key] = render_leaves(values[key], scope)
+    except HandOver:
+        return None
+    return HostVars(host=name, values=out, origins=origins, groups=groups)
 
 
 def _member(host: Host, ancestors: dict[str, set[str]]) -> set[str]:
@@ -108,7 +127,7 @@ def _layered(inv: Inventory, groups: tuple[str, ...], by_name: VarsFiles) -> dic
 
 def resolve(inv: Inventory, names: Sequence[str], by_name: VarsFiles, ancestors: dict[str, set[str]],
             memo: Any) -> list[HostVars | None]:
-    """The named hosts' variables (None for a host with a templated value)."""
+    """The named hosts' variables (None for a host with a template the fast path cannot render)."""
     depth = inv.depths()
     by_groups: dict[tuple[str, ...], _Resolved] = {}
     prefixed = _Prefixed(getattr(memo, "prefixed", None))
@@ -130,7 +149,7 @@ def resolve(inv: Inventory, names: Sequence[str], by_name: VarsFiles, ancestors:
         own = by_name.of("host_vars", [name])
         if host.vars:
             own = {**host.vars, **own}
-        result.append(_host_vars(name, base, own, prefixed))
+        result.append(_host_vars(name, base, own, prefixed, inv.keep))
     prefixed.done()
     return result
 
