@@ -184,12 +184,42 @@ def test_templated_inventories_load_as_ansible_core_loads_them(tmp_path: Path,
 
 
 def test_the_quickstart_template_never_imports_ansible(tmp_path: Path) -> None:
-    files = {k: v for k, v in QUICKSTART.items() if k != "host_vars/d02.yml"}  # ansible_host: ansible-core's
-    write_tree(tmp_path, files)
+    """ansible_host too: the fast loader reads the inventory again keeping it (load/fast/loader.py)."""
+    write_tree(tmp_path, QUICKSTART)
     code = ("import sys; from pdlint.load.fast import loader; hvs = loader.load(['hosts.yml']); "
             "print('ansible' in sys.modules, hvs[-1].values['vllm_env']['VLLM_NIXL_SIDE_CHANNEL_HOST'])")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "p02"], out.stdout + out.stderr
+
+
+def test_a_site_variable_read_by_a_template_is_kept_for_it_and_dropped_after(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    write_tree(tmp_path, {
+        "hosts.yml": "all:\n  hosts:\n    h1: {ib: 10.1.0.1, rack: r1}\n    h2: {ib: 10.1.0.2}\n",
+        "group_vars/all.yml": ("vllm_env: {VLLM_NIXL_SIDE_CHANNEL_HOST: \"{{ ib }}\"}\n"
+                               "vllm_served_model_name: \"{{ site }}-{{ rack | default('none') }}\"\n"
+                               "site: \"{{ region }}1\"\nregion: eu\n"),
+    })
+    monkeypatch.chdir(tmp_path)
+    assert_same(["hosts.yml"])
+    h1, h2 = fast.load(["hosts.yml"])
+    assert h1.values == {"vllm_env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "10.1.0.1"}, "vllm_served_model_name": "eu1-r1"}
+    assert "ib" not in h1.values and not any(p[0] in ("ib", "site", "region", "rack") for p in h1.origins)
+    # rack is not a pdlint name: where h2 lacks it, only ansible-core says what default() gets
+    assert h2.values["vllm_served_model_name"] == "eu1-none"
+
+
+def test_the_magic_names_are_ansible_cores() -> None:
+    from ansible.inventory.manager import InventoryManager
+    from ansible.vars.manager import VariableManager
+
+    from pdlint.load.fast.render import MAGIC
+
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=["h1,"])
+    names = VariableManager(loader=loader, inventory=inventory).get_vars(host=inventory.get_host("h1"),
+                                                                          include_hostvars=False)
+    assert set(names) == MAGIC
 
 
 # No leaf reads a variable a leaf sets: a loop's RecursionError words depend on the stack depth (either loader).

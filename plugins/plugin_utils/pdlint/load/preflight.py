@@ -47,6 +47,8 @@ class Preflight:
     overlay: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # names kept beside vllm_*/pdlint_* (hostvars.is_relevant): what the config file's `variables:` mapping reads
     keep_names: frozenset[str] = frozenset()
+    limits: Limits | None = None  # what this check was bounded by (a second check of the same sources reuses them)
+    allow_dynamic: bool = False
     # A vars file's text -> its clean scan's top keys, the file its variables' origins name, those variables:
     # group_vars of one role are often the same text in every deployment, scanned once.
     same: dict[str, tuple[list[str], str, Any]] = dataclasses.field(default_factory=dict)
@@ -187,7 +189,8 @@ def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: b
 def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
            overlay: Mapping[str, str] | None, memo: Any, keep_names: frozenset[str] = frozenset()) -> Preflight:
     limits = limits or Limits()
-    found = Preflight(memo=memo, overlay=dict(overlay or {}), keep_names=keep_names)
+    found = Preflight(memo=memo, overlay=dict(overlay or {}), keep_names=keep_names, limits=limits,
+                      allow_dynamic=allow_dynamic)
     walk = Walk(limits)
     inventory, vars_files = walk_files(sources, limits, walk)
     found.vars_files, found.inventory_files = vars_files, inventory

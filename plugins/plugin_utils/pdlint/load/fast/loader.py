@@ -54,8 +54,20 @@ class Kept:
     inventory_files: list[str] = dataclasses.field(default_factory=list)  # as the preflight walked them
 
 
+_WIDER = 3  # how many times a load is done again keeping more names for templates (each finds the names one reads)
+
+
+def _without(hv: HostVars, names: frozenset[str]) -> HostVars:
+    """hv without the variables read only for templates (what the reference loader, keeping pdlint's, returns)."""
+    if not names or not names & hv.values.keys():
+        return hv
+    return dataclasses.replace(hv, values={k: v for k, v in hv.values.items() if k not in names},
+                               origins={p: o for p, o in hv.origins.items() if p[0] not in names})
+
+
 def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Preflight | None,
-          notes: list[Finding] | None, keep: Kept | None) -> list[HostVars]:
+          notes: list[Finding] | None, keep: Kept | None,
+          kept_for_templates: frozenset[str] = frozenset(), tries: int = 0) -> list[HostVars]:
     settings = fast_config.check()
     sources = absolute_sources(sources)
     if checked is None:
@@ -72,20 +84,27 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
     inv.reconcile()
     structure = [*invalid_names(inv.groups, paths_only(sources), inv.declared),
                  *vars_files.unmatched(sources, inv.hosts, inv.groups, frozenset(checked.vars_files))]
-    if notes is not None:
-        notes.extend(structure)
     names = sorted(inv.hosts)
     by_name = VarsFiles(sources, files)
     ancestors = {g: inv.ancestors(g) for g in inv.groups}
-    result = resolve(inv, names, by_name, ancestors, checked.memo)
+    wants: set[str] = set()
+    result = resolve(inv, names, by_name, ancestors, checked.memo, wants)
+    if wants and tries < _WIDER:
+        # Templates read variables the scan dropped (ansible_host, a site's own names): scan again keeping them,
+        # which costs a second pass, not ansible-core's per-host one; they are dropped again from what is returned.
+        wider = preflight.check(sources, checked.limits, checked.allow_dynamic, checked.overlay, None,
+                                checked.keep_names | wants)
+        return _load(sources, allow_lookups, wider, notes, None, kept_for_templates | wants, tries + 1)
+    if notes is not None:
+        notes.extend(structure)
     templated = {name for name, hv in zip(names, result) if hv is None}
-    final = [hv for hv in result if hv is not None]
+    final = [_without(hv, kept_for_templates) for hv in result if hv is not None]
     if templated:
         from ..reference import loader as reference
 
         rendered = iter(reference.load(sources, allow_lookups=allow_lookups, only=templated, checked=checked,
                                        keep_names=checked.keep_names))
-        final = [hv if hv is not None else next(rendered) for hv in result]
+        final = [_without(hv if hv is not None else next(rendered), kept_for_templates) for hv in result]
     if notes is not None:
         conflicts = list(role_conflicts(inv, by_name, ancestors, final))
         notes.extend(f for _unused, f in conflicts)

@@ -8,7 +8,7 @@ from ...finding import Finding, Origin
 from ...hostvars import HostVars, is_template
 from .. import role_conflicts as roles
 from .inventory import Host, Inventory
-from .render import HandOver, Scope, render_leaves
+from .render import HandOver, Scope, Unkept, render_leaves
 from .values import Var
 from .vars_dirs import VarsFiles
 
@@ -68,7 +68,7 @@ class _Resolved:
 
 
 def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefixed,
-               keep: frozenset[str]) -> HostVars | None:
+               keep: frozenset[str], wants: set[str]) -> HostVars | None:
     """The group-level values overridden by the host's own, templates rendered (load/fast/render.py); None when a
     template needs ansible-core (the reference loader renders that host).
 
@@ -77,7 +77,7 @@ def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefi
     if not own:
         if not base.templated:
             return HostVars(host=name, values=base.values, origins=base.origins, groups=base.names)
-        return _rendered(name, base.values, base.origins, base.templated, base.names, keep)
+        return _rendered(name, base.values, base.origins, base.templated, base.names, keep, wants)
     values = dict(base.values)
     origins = dict(base.origins)
     templated = base.templated - own.keys()
@@ -91,19 +91,23 @@ def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefi
         values[key] = var[0]
         origins.update(full)
     if templated:
-        return _rendered(name, values, origins, templated, base.names, keep)
+        return _rendered(name, values, origins, templated, base.names, keep, wants)
     return HostVars(host=name, values=values, origins=origins, groups=base.names)
 
 
 def _rendered(name: str, values: dict[str, Any], origins: dict[Any, Any], templated: set[str],
-              groups: tuple[str, ...], keep: frozenset[str]) -> HostVars | None:
+              groups: tuple[str, ...], keep: frozenset[str], wants: set[str]) -> HostVars | None:
     """The host's values with their templates rendered as ansible-core renders them (each keeps the template's own
-    origin, as the reference loader's does); None when one needs ansible-core."""
+    origin, as the reference loader's does); None when one needs ansible-core, or a variable not kept (into
+    wants)."""
     scope = Scope(name, values, groups, keep)
     out = dict(values)
     try:
         for key in sorted(templated):
             out[key] = render_leaves(values[key], scope)
+    except Unkept as exc:
+        wants.add(exc.name)
+        return None
     except HandOver:
         return None
     return HostVars(host=name, values=out, origins=origins, groups=groups)
@@ -126,8 +130,10 @@ def _layered(inv: Inventory, groups: tuple[str, ...], by_name: VarsFiles) -> dic
 
 
 def resolve(inv: Inventory, names: Sequence[str], by_name: VarsFiles, ancestors: dict[str, set[str]],
-            memo: Any) -> list[HostVars | None]:
-    """The named hosts' variables (None for a host with a template the fast path cannot render)."""
+            memo: Any, wants: set[str] | None = None) -> list[HostVars | None]:
+    """The named hosts' variables (None for a host with a template the fast path cannot render); wants receives
+    the variables templates read that the inventory was not read keeping."""
+    wants = wants if wants is not None else set()
     depth = inv.depths()
     by_groups: dict[tuple[str, ...], _Resolved] = {}
     prefixed = _Prefixed(getattr(memo, "prefixed", None))
@@ -149,7 +155,7 @@ def resolve(inv: Inventory, names: Sequence[str], by_name: VarsFiles, ancestors:
         own = by_name.of("host_vars", [name])
         if host.vars:
             own = {**host.vars, **own}
-        result.append(_host_vars(name, base, own, prefixed, inv.keep))
+        result.append(_host_vars(name, base, own, prefixed, inv.keep, wants))
     prefixed.done()
     return result
 

@@ -1,6 +1,7 @@
 """The templates people write in inventories, rendered as ansible-core 2.19 renders a host's variables, without it.
 
-`{{ inventory_hostname }}`, a pdlint variable of the host, literals, `~`, `+` and the filters int, string, lower,
+`{{ inventory_hostname }}`, a variable of the host (a pdlint one, or `ansible_host` and the like: the fast loader
+then reads the inventory again keeping those names too), literals, `~`, `+` and the filters int, string, lower,
 upper, trim, default (d) and to_json: what a side channel host, a port offset or a served model name is written
 with. Each template text is parsed once (jinja2's parser: no code runs) into a plan, and evaluated per host over
 the names it reads. Whatever this module cannot render exactly as ansible-core would (another name, filter or
@@ -24,6 +25,23 @@ _SCALARS = (str, int, float, bool, type(None))
 
 class HandOver(Exception):
     """This template needs ansible-core."""
+
+
+class Unkept(HandOver):
+    """The template reads an inventory variable the fast loader did not keep (not a pdlint name): loaded again
+    with it kept (load/fast/loader.py), the template renders."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+# The names ansible-core's VariableManager.get_vars(host) sets over the inventory's (as the reference loader renders
+# a host): the three a template of an inventory reads are modelled, the others hand over (tests/test_fast_templates.py
+# holds this set equal to ansible-core's).
+MAGIC = frozenset(("inventory_hostname", "inventory_hostname_short", "group_names", "ansible_config_file",
+                   "ansible_facts", "ansible_playbook_python", "ansible_version", "groups", "inventory_dir",
+                   "inventory_file", "playbook_dir"))
 
 
 class _Undefined:
@@ -54,11 +72,15 @@ class Scope:
             return self.host.split(".", 1)[0]
         if name == "group_names":
             return list(self.groups)
+        if name in MAGIC:
+            raise HandOver(name)  # set by ansible-core (groups, playbook_dir ...), not by the inventory
         if not is_relevant(name, self.keep):
-            raise HandOver(name)  # a variable the fast loader does not keep: ansible-core knows it
+            raise Unkept(name)  # a variable the fast loader does not keep: loaded again with it kept
         if name in self._done:
             return self._done[name]
         if name not in self.values:
+            if not is_relevant(name):
+                raise HandOver(name)  # not a pdlint name: whether ansible-core defines it is its own to say
             return UNDEFINED
         if name in self._busy:
             raise HandOver(name)  # a loop: ansible-core's error
