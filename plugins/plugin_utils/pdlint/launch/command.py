@@ -86,7 +86,7 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
         return
     where = _origins(host, path, tokens)
     launch = dynamo.read(tokens)
-    parsed = _parse(host, launch.rest if launch else _served(tokens, target, prefix, host), release,
+    parsed = _parse(host, list(launch.rest) if launch else _served(tokens, target, prefix, host), release,
                     _base_dir(host.hv.origin(*path)))
     for problem in parsed.problems:
         origin = _origin_of(host, problem.token, where, host.hv.origin(*path))
