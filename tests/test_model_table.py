@@ -10,11 +10,11 @@ import pytest
 import vllm_source
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import model_table  # noqa: E402 - the generator lives in tools/
+import model_table  # the generator lives in tools/
 
-from pdlint import cli  # noqa: E402
-from pdlint.topology import facts  # noqa: E402
-from pdlint.vllm import model_layers  # noqa: E402
+from pdlint import cli
+from pdlint.topology import facts
+from pdlint.vllm import model_layers
 
 
 def _committed() -> dict:

@@ -13,7 +13,7 @@ from pdlint.vllm.releases import KNOWN, R
 import vllm_source
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import vllm_args  # noqa: E402 - the generator lives in tools/
+import vllm_args  # the generator lives in tools/
 
 ROOTS = vllm_source.roots(KNOWN)
 # An independent reading: every option string written as the first arguments of an add_argument call.
@@ -48,7 +48,7 @@ def test_every_written_option_is_in_the_table(release):
 
 
 def test_flags_pd_rules_read():
-    """Spot checks against vllm-args.md: aliases and switches as the releases define them."""
+    """Spot checks of the generated table (vllm/data/args.json, tools/vllm_args.py): aliases and switches by release."""
     tp = args.arguments(R("0.8.5"))["tensor_parallel_size"]
     assert (tp.kind, tp.aliases) == ("int", ("-tp",))
     assert "data_parallel_rank" not in args.arguments(R("0.9.1"))

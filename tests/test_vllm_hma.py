@@ -1,4 +1,4 @@
-"""vllm/hma.py against each release's own code: how HMA resolves, and which models start with it off (issue 28).
+"""vllm/hma.py against each release's own code: how HMA resolves, and which models start with it off.
 
 For every release with the disable_hybrid_kv_cache_manager option (0.9.1+) the statements of
 VllmConfig.__post_init__ that set it are lifted and run on a stand-in config (GPU platform, no chunked local

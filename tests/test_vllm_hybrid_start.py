@@ -1,4 +1,4 @@
-"""Hybrid models at connector start against each release's own code (vllm/moriio_hybrid.py, vllm/hma.py; issue 28).
+"""Hybrid models at connector start against each release's own code (vllm/moriio_hybrid.py, vllm/hma.py).
 
 Per release, model kind (full attention, sliding window, Mamba hybrid, MLA), HMA unset / true / false, connector
 mode and VLLM_SSM_CONV_STATE_LAYOUT (unset, SD, DS), vLLM's verdict is composed from its own code:

@@ -1,4 +1,4 @@
-"""Mooncake with pipeline parallelism against each release's own code (vllm/mooncake.py PP; issue 28).
+"""Mooncake with pipeline parallelism against each release's own code (vllm/mooncake.py PP).
 
 Per release (0.13.0+) and pair of PP sizes (1, 2, 4 on each side; DP 1 and 2): the worker's PP rejection
 (`raise ValueError("Mooncake Transfer Engine does not support pipeline parallelism yet.")`, read from __init__),
@@ -94,7 +94,7 @@ def vllm_fails(release: Release, p_pp: int, d_pp: int) -> bool:
         ranks = _choose(release)(types.SimpleNamespace(pp_size=d_pp, pp_rank=d_rank), dict.fromkeys(range(p_pp), ""))
         for p_rank in ranks:
             me, meta = types.SimpleNamespace(pp_size=p_pp), types.SimpleNamespace(remote_pp_size=d_pp)
-            partial = bool(eval(compile(expr, "call", "eval"), {"self": me, "meta": meta})) if expr else False
+            partial = bool(eval(compile(expr, "call", "eval"), {"self": me, "meta": meta})) if expr else False  # noqa: S307 - vLLM's own
             kwargs = {"allow_partial_layers": partial} if expr else {}
             if align(_stage(p_pp, p_rank), _stage(d_pp, d_rank), **kwargs)[2] is not None:
                 return True

@@ -1,4 +1,4 @@
-"""pd-mismatch[vllm-version] against each release's own compute_nixl_compatibility_hash (issue 23 item 2).
+"""pd-mismatch[vllm-version] against each release's own compute_nixl_compatibility_hash.
 
 The hash function is lifted from every release that has it (v1/nixl_connector.py 0.13.0 - 0.19.1,
 v1/nixl/metadata.py 0.20.0+), with hash_factors from that release's vllm/config/utils.py and a `vllm` module

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, Generic, TypeVar
 
 from .finding import UNKNOWN, Origin
 
-Path = tuple[Union[str, int], ...]
+Path = tuple[str | int, ...]
 
 
 # origins[(name, KEY)] is where the variable's name is written (the value's origin is at (name,)).

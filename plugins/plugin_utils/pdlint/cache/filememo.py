@@ -106,7 +106,7 @@ class Memo:
         self.vars[path] = (key, shown, self.cwd, data)
         self.used.add(path)
 
-    # ---- a YAML inventory file's calls on the fast loader's Inventory (inventory_ops.py) -------------------------
+    # ---- a YAML inventory file's calls on the fast loader's Inventory (load/fast/replay.py) ---------------
 
     def knows_inventory(self, path: str, key: bytes | None) -> bool:
         """Whether path's inventory calls were recorded from this content (it composed cleanly then)."""

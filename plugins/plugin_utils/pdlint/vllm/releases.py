@@ -65,7 +65,7 @@ def R(text: str) -> Release:  # noqa: N802 - reads like a literal in the span ta
 
 KNOWN: tuple[Release, ...] = tuple(R(t) for t in KNOWN_TEXT)
 OLDEST, NEWEST = KNOWN[0], KNOWN[-1]
-# Where no vllm_version is set, pdlint applies the newest release it knows (DESIGN.md, inventory contract).
+# Where no vllm_version is set, pdlint applies the newest release it knows (README: "The inventory contract").
 DEFAULT = NEWEST
 
 
