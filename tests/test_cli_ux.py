@@ -1,6 +1,8 @@
 """The command line's edges: help that names every subcommand, closed pipes, unwritable outputs, explain's options."""
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import subprocess
 import sys
@@ -8,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, write_tree
-from pdlint.cli import main
+from pdlint.cli import commands, main
 
 PDLINT = Path(sys.executable).parent / "pdlint"
 INVENTORY = {"hosts.yml": """\
@@ -22,9 +24,70 @@ INVENTORY = {"hosts.yml": """\
 def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    dispatched = {"explain", "rules", "models", "versions", "schema", "lsp"}  # cli/__init__.py's _main
-    for name in dispatched:
+    for name in commands.BY_NAME:  # the table main dispatches on
         assert f"  pdlint {name}" in out, name
+    assert "write ./models (or\nmodels/) to check a folder named models" in out
+
+
+# Each subcommand, and what only it prints (a test below holds this to the dispatch table).
+RUNS = {
+    "explain": (["explain", "hosts.yml"], "deployment d (vLLM"),
+    "rules": (["rules", "tp"], "tp[heads] (error)\n"),
+    "models": (["models", "Qwen/Qwen3-0.6B"], "Qwen/Qwen3-0.6B  16     8         false  false  28\n"),
+    "versions": (["versions"], "pdlint applies the rules of these"),
+    "schema": (["schema", "config"], '"$schema"'),
+    "lsp": (["lsp", "--help"], "usage: pdlint lsp"),
+}
+
+
+def test_every_subcommand_is_run_below() -> None:
+    assert set(RUNS) == set(commands.BY_NAME)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_a_subcommand_runs_beside_a_folder_of_its_name(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A repository root with models/ (config.json files) or rules/: the word is the subcommand, as --help says."""
+    monkeypatch.chdir(write_tree(tmp_path, {**INVENTORY, f"{name}/hosts.yml": INVENTORY["hosts.yml"]}))
+    argv, said = RUNS[name]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert said in captured.out and "no such file" not in captured.err, captured
+
+
+@pytest.mark.parametrize("path", ["./models", "models/", "./rules"])
+def test_the_path_form_of_a_subcommand_name_is_the_folder(path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    folder = path.strip("./")
+    monkeypatch.chdir(write_tree(tmp_path, {f"{folder}/hosts.yml": INVENTORY["hosts.yml"]}))
+    assert main(["--no-cache", "--strict", path]) == 1
+    assert f"{folder}/hosts.yml:3:83: model-facts [warning]" in capsys.readouterr().out.replace("./", "")
+
+
+@pytest.mark.parametrize(("argv", "meant"), [
+    (["model", "show", "Qwen/Qwen3-0.6B"], "`pdlint models Qwen/Qwen3-0.6B`"),
+    (["model", "deepseek-ai/DeepSeek-V3"], "`pdlint models deepseek-ai/DeepSeek-V3`"),
+    (["rule", "tp"], "`pdlint rules tp`"),
+    (["version"], "`pdlint versions` or `pdlint --version`"),
+    (["explian", "--format", "json", "inv/"], "`pdlint explain --format json inv/`"),
+    (["schemas", "config"], "`pdlint schema config`"),
+])
+def test_a_near_miss_suggests_the_subcommand(argv: list[str], meant: str, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (f"pdlint: error: {argv[0]}: no such subcommand, file or directory; "
+                                       f"did you mean {meant}? (`pdlint --help` lists them)\n")
+
+
+def test_a_near_miss_that_is_a_path_is_a_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(write_tree(tmp_path, {"model/hosts.yml": INVENTORY["hosts.yml"]}))
+    assert main(["--no-cache", "--strict", "model"]) == 1
+    assert "model/hosts.yml:3:83: model-facts [warning]" in capsys.readouterr().out
+    assert main(["model", "show"]) == 2
+    assert capsys.readouterr().err == "pdlint: error: show: no such file or directory\n"
 
 
 @pytest.mark.parametrize("argv", [["lsp", "--help"], ["lsp", "-h"]])
@@ -41,14 +104,62 @@ def test_lsp_help_needs_no_pygls(monkeypatch: pytest.MonkeyPatch, capsys: pytest
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flag", ["--strict", "--no-strict", "--show-suppressed", "--no-cache"])
-def test_explain_rejects_the_lint_only_options(flag: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+# A value for each option's metavar (a new metavar fails the test below until it gets one here).
+VALUES = {"SOURCE": "hosts.yml", "FILE": "pdlint.yaml", "RULES": "tp", "BYTES": "8M", "RELEASE": "0.32.0"}
+
+
+def _values(action: argparse.Action, explain_action: argparse.Action) -> list[str]:
+    if action.nargs == 0:
+        return []
+    if action.choices:  # one both commands accept (their formats differ)
+        return [next(c for c in sorted(action.choices, key=lambda c: c != "text") if c in explain_action.choices)]
+    assert action.metavar in VALUES, f"give {action.option_strings[-1]}'s metavar {action.metavar} a value"
+    return [VALUES[str(action.metavar)]]
+
+
+def _options(ap: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {o: a for a in ap._actions for o in a.option_strings if a.dest not in ("help", "version")}
+
+
+def test_explain_takes_every_option_of_the_lint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A wrapper passes one option set to `pdlint` and `pdlint explain`: each of the lint's options, from its parser."""
+    from pdlint.cli.explain import _parser as explain_parser
+    from pdlint.cli.options import parser
+
+    monkeypatch.chdir(write_tree(tmp_path, {**INVENTORY, "pdlint.yaml": "select: [tp]\n"}))
+    lint, explain = _options(parser()), _options(explain_parser())
+    assert set(lint) <= set(explain), set(lint) - set(explain)
+    for flag, action in lint.items():
+        argv = ["explain", "hosts.yml", flag, *_values(action, explain[flag])]
+        assert main(argv) == 0, argv
+        captured = capsys.readouterr()
+        assert "deployment d (vLLM" in captured.out and "error" not in captured.err, (argv, captured.err)
+
+
+@pytest.mark.parametrize("flag", ["--strict", "--show-suppressed"])
+def test_explain_says_a_verdict_option_is_not_used(flag: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(write_tree(tmp_path, INVENTORY))
-    assert main(["explain", "hosts.yml", flag]) == 2
-    assert f"unrecognized arguments: {flag}" in capsys.readouterr().err
+    assert main(["explain", "hosts.yml", flag, "--no-cache"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == f"pdlint explain: note: {flag} is not used by explain (it shows every finding and exits 0)\n"
+    assert "model-facts (warning)" in captured.out
     assert main(["explain", "--help"]) == 0
-    assert flag not in capsys.readouterr().out
+    assert f"{flag}" in capsys.readouterr().out
+
+
+def test_explain_reads_with_the_loading_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The options change what explain loads as they change what pdlint loads: -i, --vllm-version, --max-file-size."""
+    monkeypatch.chdir(write_tree(tmp_path, INVENTORY))
+    assert main(["explain", "--no-cache", "-i", "hosts.yml", "--vllm-version", "0.20.0", "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["deployments"][0]["releases"] == ["0.20.0"]
+    refused = "hosts.yml: load-error file is 153 bytes, over the 10-byte limit\n"
+    assert main(["explain", "--no-cache", "hosts.yml", "--max-file-size", "10"]) == 2
+    assert capsys.readouterr().err.startswith(refused)
+    assert main(["--no-cache", "hosts.yml", "--max-file-size", "10"]) == 2
+    assert capsys.readouterr().out.startswith(refused)
 
 
 def _closed_pipe(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:

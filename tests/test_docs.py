@@ -33,11 +33,13 @@ SHAPE_IDS = {"gpu[unused]", "parallel[dp-local]", "parallel[dp-rank]", "parallel
 LAYOUT_IDS = {"pd-mismatch[kv-cache-layout]"}
 # A command line in vllm_args that its release refuses, or that contradicts a variable.
 LAUNCH_IDS = {"vllm-args[invalid]", "vllm-args[conflict]"}
+# A kv_connector_extra_config key the connector never reads (a warning).
+EXTRA_KEY_IDS = {"connector[extra-key]"}
 
 
 def test_registry_has_every_design_rule() -> None:
     assert set(REGISTRY) == (CATALOG_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS | LAYOUT_IDS | VALUE_IDS
-                             | LAUNCH_IDS | {"inventory[no-pd-hosts]"})
+                             | LAUNCH_IDS | EXTRA_KEY_IDS | {"inventory[no-pd-hosts]"})
 
 
 def test_check_functions_are_distinct() -> None:

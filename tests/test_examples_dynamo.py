@@ -11,7 +11,7 @@ from pdlint.cli import main
 
 @pytest.mark.parametrize("loader", ["fast", "ansible"])
 @pytest.mark.parametrize(("example", "code", "expected"), [
-    # Two headless workers (vllm_port: null) on one host, NIXL side channels 20097 and 20098: nothing to report.
+    # Two Dynamo workers (vllm_launcher: dynamo: no API server) on one host, NIXL side channels 20097 and 20098: clean.
     ("dynamo", 0, []),
     # Prefill on PdConnector(DynamoConnector + NixlConnector) with HMA off, decode on NIXL with HMA left on: the
     # pair is checked through PdConnector's NIXL child (no deployment[connector]) and the HMA flags differ; the

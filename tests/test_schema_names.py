@@ -27,7 +27,7 @@ def test_role_defaults_give_no_error_and_typos_do(capsys: pytest.CaptureFixture[
     assert {Path(f["file"]).name for f in found} == {"gpu-d1.yml"}  # group_vars/all.yml: the role's defaults
     assert sorted((f["line"], f["column"], f["hint"]) for f in found) == [
         (2, 1, "did you mean vllm_tensor_parallel_size?"), (3, 1, "did you mean vllm_max_num_seqs?"), (4, 30, None)]
-    assert "--gpu-memory-utilization takes a number: 'most'" in found[-1]["message"]
+    assert "argument --gpu-memory-utilization: invalid float value: 'most'" in found[-1]["message"]
 
 
 def test_own_variables_silence_a_look_alike(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,8 +50,8 @@ def test_an_argument_is_checked_as_the_hosts_release_parses_it(tmp_path: Path, c
     found = _schema_findings([str(tmp_path)], capsys)
     assert [f["line"] for f in found] == ([5] if bad else [])  # safe_dump sorts: vllm_version last
     if bad:
-        assert found[0]["message"] == ("vllm_mamba_cache_mode: --mamba-cache-mode: 'all' is not one of align, none "
-                                       f"(vLLM {version})")
+        assert found[0]["message"] == ("vllm_mamba_cache_mode: argument --mamba-cache-mode: invalid choice: 'all' "
+                                       f"(choose from 'align', 'none') (vLLM {version} refuses to start)")
 
 
 def test_a_switch_takes_a_boolean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,7 +25,8 @@ def _table(release):
                    **({"choices": list(a.choices)} if a.choices else {}),
                    **({"action": a.action} if a.action else {}), **({"item": a.item} if a.item else {}),
                    **({"nargs": a.nargs} if a.nargs is not None else {}),
-                   **({"optional": True} if a.optional else {}), **({"or_text": True} if a.or_text else {})}
+                   **({"optional": True} if a.optional else {}), **({"or_text": True} if a.or_text else {}),
+                   **({"engine": True} if a.engine else {})}
             for name, a in args.arguments(release).items()}
 
 
@@ -45,6 +46,21 @@ def test_every_written_option_is_in_the_table(release):
                 written.update(re.findall(r"[\"'](-[^\"']+)[\"']", group))
     known = {o for a in args.arguments(release).values() for o in (*a.flags, *a.aliases)}
     assert written - known == set()
+
+
+@pytest.mark.parametrize("release", KNOWN, ids=str)
+def test_the_engine_marker_is_what_arg_utils_writes(release):
+    """Issue 33 item 4: an argument is marked engine exactly when vllm/engine/arg_utils.py (EngineArgs /
+    AsyncEngineArgs.add_cli_args, what Dynamo's worker parses) writes one of its option strings; read independently
+    of the generator, by the same pattern as above."""
+    written = set()
+    for group in _OPTIONS.findall((ROOTS[release] / vllm_args.ENGINE).read_text(encoding="utf-8")):
+        written.update(re.findall(r"[\"'](-[^\"']+)[\"']", group))
+    table = args.arguments(release)
+    engine = {o for a in table.values() if a.engine for o in (*a.flags, *a.aliases)}
+    assert written - engine == set()
+    assert {a.name for a in table.values() if a.engine and not set(a.flags) & written} == set()
+    assert not table["port"].engine and not table["api_key"].engine and table["tensor_parallel_size"].engine
 
 
 def test_flags_pd_rules_read():
@@ -79,4 +95,6 @@ def test_flags_pd_rules_read():
     ("0.32.0", "max_num_seqs", 4.0, True),
 ])
 def test_values_as_the_parser_takes_them(release, name, value, bad):
-    assert (args.problem(args.arguments(R(release))[name], value) is not None) is bad
+    from pdlint.vllm import variables
+
+    assert (variables.problem(args.arguments(R(release))[name], value, R(release)) is not None) is bad

@@ -189,8 +189,10 @@ def test_config_file_problems(tmp_path, text, problem):
     (tmp_path / "list.yaml").write_text("- a\n")
     (tmp_path / "ok.yaml").write_text("port: 1\n")
     (tmp_path / "bad.yaml").write_text("a: [\n")
+    (tmp_path / "a.yaml").write_text("port: 1\n")
     got = _parse(text, base_dir=str(tmp_path))
     assert len(got.problems) == 1 and got.problems[0].message.startswith(problem)
+    assert got.problems[0].kind == "invalid"
 
 
 def test_config_equals_is_not_read(tmp_path):

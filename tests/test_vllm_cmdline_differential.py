@@ -158,10 +158,12 @@ def _expected(parser, argv: list[str], read=vllm_flexparser.values) -> tuple[dic
 
 
 def _words(problems: tuple[cmdline.Problem, ...]) -> str:
-    """pdlint's problems as argparse prints its one error (all unrecognized arguments in one message)."""
-    unknown = [p.message.removeprefix("unrecognized arguments: ") for p in problems
-               if p.message.startswith("unrecognized arguments: ")]
-    return "unrecognized arguments: " + " ".join(unknown) if unknown else problems[0].message
+    """pdlint's problems as argparse prints its one error: it stops at the first error pdlint reads past (in the
+    order pdlint lists them), and reports unrecognized arguments (all in one message) only when there is none."""
+    first = next((p.message for p in problems if not p.message.startswith("unrecognized arguments: ")), None)
+    if first is not None:
+        return first
+    return "unrecognized arguments: " + " ".join(p.message.removeprefix("unrecognized arguments: ") for p in problems)
 
 
 @functools.cache
@@ -169,19 +171,23 @@ def _lifted(release: Release) -> dict:
     return vllm_flexparser.lift(ROOTS[release])
 
 
-def _compare(release: Release, tmp_path, api_server: bool) -> tuple[list, int, int]:
+def _compare(release: Release, tmp_path, api_server: bool, engine: bool = False) -> tuple[list, int, int]:
     env = _lifted(release)
-    if api_server:
+    if engine:
+        parser, read = vllm_flexparser.build_engine(env, release), vllm_flexparser.engine_values
+    elif api_server:
         parser, read = vllm_flexparser.build_api_server(env, release), vllm_flexparser.api_server_values
     else:
         parser, read = vllm_flexparser.build(env, release), vllm_flexparser.values
-    rng = random.Random(f"cmdline-{release}-{api_server}")
+    rng = random.Random(f"cmdline-{release}-{api_server}-{engine}")
     launcher = ["python3", "-m", "vllm.entrypoints.openai.api_server"] if api_server else []
     wrong, refused, worded = [], 0, 0
-    for number in range(API_LINES if api_server else LINES):
+    for number in range(API_LINES if api_server or engine else LINES):
         argv = command_line(rng, release, tmp_path, number)
+        if engine and rng.random() < 0.5:  # the words Dynamo hands on: --model, and flags of every kind
+            argv = [w for w in argv if w not in MODELS]
         tokens = [cmdline.Token(word, index) for index, word in enumerate([*launcher, *argv])]
-        got = cmdline.parse(tokens, release, base_dir=str(tmp_path))
+        got = cmdline.parse(tokens, release, base_dir=str(tmp_path), engine_only=engine)
         values, error = _expected(parser, argv, read)
         if error is None:
             if got.problems or got.values != values:
@@ -217,6 +223,28 @@ def test_api_server_parser_is_the_release_s(release, tmp_path, monkeypatch):
     assert refused < API_LINES
 
 
+@pytest.mark.parametrize("release", KNOWN, ids=str)
+def test_dynamo_s_engine_only_parser_is_the_release_s(release, tmp_path, monkeypatch):
+    """Issue 33 item 4: `python -m dynamo.vllm` hands its leftover words to a FlexibleArgumentParser holding
+    AsyncEngineArgs.add_cli_args alone: API-server flags (--port, --host, --api-key) are unrecognized there, and
+    named as such (kind invalid, not a flag pdlint lacks)."""
+    monkeypatch.chdir(tmp_path)
+    wrong, refused, _worded = _compare(release, tmp_path, api_server=False, engine=True)
+    assert not wrong, f"{release}: {len(wrong)} of {API_LINES} differ, e.g.\n" + "\n".join(map(repr, wrong[:6]))
+    assert 0 < refused < API_LINES
+    # (--config FILE is FlexibleArgumentParser.parse_args's own, whatever the parser holds)
+    server = [a for a in arguments(release).values() if not a.engine and a.kind != "bool" and a.name != "config"]
+    assert server, release
+    lifted = vllm_flexparser.build_engine(_lifted(release), release)
+    for arg in server:
+        got = cmdline.parse([cmdline.Token(arg.flags[0]), cmdline.Token("1")], release, engine_only=True)
+        assert [(p.message, p.kind, p.hint) for p in got.problems] == [
+            (f"unrecognized arguments: {arg.flags[0]} 1", "invalid", cmdline.SERVER_HINT)], arg.name
+        _values, error = _expected(lifted, [arg.flags[0], "1"],
+                                   vllm_flexparser.engine_values)
+        assert error == f"unrecognized arguments: {arg.flags[0]} 1"
+
+
 @pytest.mark.parametrize("release", KNOWN[::7], ids=str)
 def test_string_form_splits_as_a_shell_does(release, tmp_path):
     """The same lines written as one string (shlex.join) give the same argv and the same reading."""
@@ -241,3 +269,57 @@ def test_hand_picked_cases_are_the_release_s(release, text, values, problem):
         assert error is None and expected == {"model": "M", **values}
     else:
         assert expected is None and (problem.split(":")[0] in error or error == "exit 0")  # --help: exit 0
+
+
+def _good(arg: Argument) -> str | None:
+    """A value the argument's type= and choices take (None: a kind this test leaves out)."""
+    if arg.kind == "choice":
+        return str(arg.choices[0])
+    return {"int": "1", "int_hr": "2", "float": "0.5", "json": "{}"}.get(arg.kind)
+
+
+def _with_good_values(got: cmdline.Parsed, argv: list[str], table: dict[str, Argument]) -> list[str] | None:
+    """argv with each value pdlint refused (a type or choice error of one scalar) replaced by one the argument
+    takes, the words keeping their places; None when a problem is of another kind (other tests judge those)."""
+    fixed = list(argv)
+    for problem in got.problems:
+        token = problem.token
+        name = problem.message.split(":", 1)[0].removeprefix("argument ").split("/")[0]
+        arg = next((a for a in table.values() if name in (*a.flags, *a.aliases)), None)
+        good = _good(arg) if arg is not None and arg.kind != "list" and arg.action != "append" else None
+        if token is None or token.file is not None or token.item is None or problem.kind != "invalid" \
+                or not problem.message.startswith("argument ") or "expected" in problem.message or good is None:
+            return None
+        index = token.item
+        if token.text.startswith("-"):  # --flag=value, -tp=4: one word
+            if "=" not in token.text:
+                return None
+            fixed[index] = token.text.split("=", 1)[0] + "=" + good
+        else:
+            fixed[index] = good
+    return fixed
+
+
+@pytest.mark.parametrize("release", KNOWN, ids=str)
+def test_a_refused_value_leaves_the_rest_of_the_line_read(release, tmp_path, monkeypatch):
+    """Issue 33 item 6: a line with bad values reads, for every other argument, what the release's own parser reads
+    of the same line with good values in their place; the refused ones are unset and named in Parsed.refused."""
+    monkeypatch.chdir(tmp_path)
+    parser = vllm_flexparser.build(_lifted(release), release)
+    rng = random.Random(f"refused-{release}")
+    table = arguments(release)
+    checked, wrong = 0, []
+    for number in range(LINES):
+        argv = command_line(rng, release, tmp_path, number)
+        got = cmdline.parse([cmdline.Token(w, i) for i, w in enumerate(argv)], release, base_dir=str(tmp_path))
+        fixed = _with_good_values(got, argv, table) if got.problems else None
+        if fixed is None:
+            continue
+        values, error = _expected(parser, fixed)
+        if error is not None:
+            continue  # the rest has a problem of its own vLLM meets first
+        checked += bool(got.refused)  # (a flag given again after its bad value is read: argparse's last wins)
+        if got.values != {k: v for k, v in values.items() if k not in got.refused} or got.refused & set(got.values):
+            wrong.append((argv, values, got.values, got.refused))
+    assert not wrong, f"{release}: {len(wrong)} differ, e.g.\n" + "\n".join(map(repr, wrong[:6]))
+    assert checked >= 10, (release, checked)

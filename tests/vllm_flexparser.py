@@ -165,6 +165,23 @@ def build_api_server(env: dict[str, Any], release: Release) -> Any:
     return parser
 
 
+def build_engine(env: dict[str, Any], release: Release) -> Any:
+    """Dynamo's worker's vLLM parser (ai-dynamo/dynamo components/src/dynamo/vllm/args.py parse_args): a
+    FlexibleArgumentParser through AsyncEngineArgs.add_cli_args alone, the arguments the table marks engine (held
+    to vllm/engine/arg_utils.py by tests/test_vllm_args.py); no positional. Dynamo builds it with add_help=False,
+    but its own parser, which reads the words first, has -h: kept here, as pdlint keeps it."""
+    parser = env["FlexibleArgumentParser"](prog="dynamo.vllm")
+    for arg in arguments(release).values():
+        if arg.engine:
+            parser.add_argument(*arg.flags, *arg.aliases, dest=arg.name, default=argparse.SUPPRESS,
+                                **_kwargs(arg, env, release))
+    return parser
+
+
+def engine_values(parser: Any, argv: list[str]) -> dict[str, Any]:
+    return vars(parser.parse_args(argv))
+
+
 def api_server_values(parser: Any, argv: list[str]) -> dict[str, Any]:
     """What the api_server's parse_args sets (its model_tag is not copied to args.model: only serve.py does that)."""
     namespace = vars(parser.parse_args(argv))

@@ -11,6 +11,7 @@ Where each release defines its flags (the functions walked):
 - server: `make_arg_parser` in entrypoints/openai/cli_args.py (<= 0.28.0), entrypoints/launchers/cli_args.py
   (0.29.0-0.32.0), entrypoints/common/cli_args.py (0.33.0), and FrontendArgs (0.10.0+: one `--field` per dataclass
   field, its base classes' first); `subparser_init` in entrypoints/cli/serve.py (0.9.x: --headless and friends).
+An argument of the engine's own add_cli_args is marked "engine" (Dynamo's worker parses those alone).
 What cannot be seen statically (a type vLLM computes at run time, a platform's or plugin's flags) is kind "any":
 pdlint then accepts every value rather than guess.
 """
@@ -183,6 +184,9 @@ def read(root: Path) -> dict[str, dict[str, Any]]:
     if engine is not None:
         for func in _functions(engine, {"add_cli_args"}, {"EngineArgs", "AsyncEngineArgs"}):
             found.extend(_calls(src, "vllm.engine.arg_utils", func))
+    # what AsyncEngineArgs.add_cli_args alone registers: the parser Dynamo's worker hands its words to
+    engine_only = {dest or next((o for o in options if o.startswith("--")), "--")[2:].replace("-", "_")
+                   for options, _spec, dest in found}
     for path in (*SERVERS, SERVE):
         module = path[:-3].replace("/", ".")
         tree = src.tree(module)
@@ -198,7 +202,8 @@ def read(root: Path) -> dict[str, dict[str, Any]]:
         if not longs:
             continue  # a positional (model_tag)
         name = dest or longs[0][2:].replace("-", "_")
-        table[name] = {"flags": longs, "aliases": sorted(o for o in options if not o.startswith("--")), **spec}
+        table[name] = {"flags": longs, "aliases": sorted(o for o in options if not o.startswith("--")), **spec,
+                       **({"engine": True} if name in engine_only else {})}
     return dict(sorted(table.items()))
 
 

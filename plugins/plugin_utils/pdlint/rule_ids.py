@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 IDS = frozenset((
-    "connector[config]", "connector[out-of-tree]", "connector[unknown]", "deployment[connector]",
+    "connector[config]", "connector[extra-key]", "connector[out-of-tree]", "connector[unknown]", "deployment[connector]",
     "deployment[incomplete]", "deployment[role-conflict]", "engine-id[duplicate]", "env[ignored]", "env[invalid]",
     "gpu[count]",
     "gpu[overlap]", "gpu[oversubscribed]", "gpu[unused]", "inventory[group-name]", "inventory[no-pd-hosts]", "inventory[unmatched-vars]",

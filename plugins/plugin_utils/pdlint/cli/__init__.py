@@ -19,8 +19,8 @@ from ..load.gc_pause import gc_paused
 from ..load.layout import absolute_sources
 from ..load.model_files import Files
 from ..report import reporters as report
-from . import pipe
-from .inputs import Unusable, inventory_for, prepare  # noqa: F401 - inventory_for: the hook's entry point
+from . import commands, pipe
+from .inputs import Unusable, inventory_for, load_options, prepare  # noqa: F401 - inventory_for: the hook's entry point
 from .options import parser
 
 if TYPE_CHECKING:
@@ -83,10 +83,8 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         from ..cache import filememo
 
         memo = filememo.on_disk(absolute_sources(sources))
-    loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
-                         allow_plugins=args.allow_inventory_plugins, limits=limits,
-                         vault_password_file=args.vault_password_file, notes=notes, note=said.append, memo=memo,
-                         keep=keep, keep_names=kept)
+    loaded = select.load(sources, **load_options(args), notes=notes, note=said.append, memo=memo, keep=keep,
+                         keep_names=kept)
     for text in said:
         sys.stderr.write(f"pdlint: info: {text}\n")
     if not loaded:
@@ -182,37 +180,12 @@ def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
-        if argv and argv[0] == "rules" and not os.path.exists("rules"):
-            from . import listings
-
-            return listings.rules(argv[1:])
-        if argv and argv[0] == "versions" and not os.path.exists("versions"):
-            from .versions import listing
-
-            sys.stdout.write(listing())
-            return 0
-        if argv and argv[0] == "models" and not os.path.exists("models"):
-            from . import listings
-
-            return listings.models(argv[1:])
-        if argv and argv[0] == "explain" and not os.path.exists("explain"):
-            from .explain import explain
-
-            return explain(argv[1:])
-        if argv and argv[0] == "lsp" and not os.path.exists("lsp"):
-            from .lsp import main as lsp
-
-            return lsp(argv[1:])
-        if argv and argv[0] == "schema" and not os.path.exists("schema"):
-            if argv[1:] == ["config"]:  # the config file's schema (schemas/pdlint-config.schema.json)
-                from .config_schema import dumps
-
-                sys.stdout.write(dumps())
-                return 0
-            from ..schema import check as schema
-
-            sys.stdout.write(schema.dumps())
-            return 0
+        if argv and argv[0] in commands.BY_NAME:  # a subcommand, even beside a folder of its name (./NAME is that)
+            return commands.BY_NAME[argv[0]].run(argv[1:])
+        meant = commands.near_miss(argv)
+        if meant:
+            sys.stderr.write(f"pdlint: error: {meant}\n")
+            return 2
         try:
             args = parser().parse_args(argv)
         except SystemExit as exc:  # argparse exits 2 on usage errors, 0 for --help/--version

@@ -15,6 +15,7 @@ from ..explain.formats import FORMATS
 from ..explain.model import Explanation
 from ..finding import Finding
 from ..report import reporters as report
+from .options import UNUSED_BY_EXPLAIN
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,6 +80,11 @@ def explain(argv: Sequence[str]) -> int:
         args = _parser().parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
+    for dest in UNUSED_BY_EXPLAIN:  # accepted, so one option set serves both commands; said, so nobody relies on it
+        if getattr(args, dest):
+            flag = "--" + dest.replace("_", "-")
+            sys.stderr.write(f"pdlint explain: note: {flag} is not used by explain (it shows every finding and "
+                             "exits 0)\n")
     found = model(args)
     if isinstance(found, int):
         return found

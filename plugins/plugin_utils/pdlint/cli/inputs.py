@@ -6,6 +6,7 @@ import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..config import files as configfile
 from ..config.value import Config, names
@@ -68,11 +69,19 @@ def config_from(args: argparse.Namespace) -> Config:
         config = dataclasses.replace(config, select=names(args.select.split(","), "--select", ""))
     if args.ignore is not None:
         config = dataclasses.replace(config, ignore=names(args.ignore.split(","), "--ignore", ""))
-    if getattr(args, "strict", None) is not None:  # explain has no --strict
+    if args.strict is not None:
         config = dataclasses.replace(config, strict=args.strict)
     if args.vllm_version is not None and config.vllm_version is None:  # the inventory and config file come first
         config = dataclasses.replace(config, vllm_version=args.vllm_version, version_source="--vllm-version")
     return config
+
+
+def load_options(args: argparse.Namespace) -> dict[str, Any]:
+    """select.load's settings from the loading options (cli/options.py loading()): read once, for pdlint and
+    pdlint explain alike."""
+    return {"loader": args.loader, "allow_lookups": args.allow_lookups, "allow_plugins": args.allow_inventory_plugins,
+            "limits": guard.Limits(max_file_bytes=args.max_file_size),
+            "vault_password_file": args.vault_password_file}
 
 
 def load_group(args: argparse.Namespace, sources: list[str], notes: list[Finding],
@@ -84,10 +93,7 @@ def load_group(args: argparse.Namespace, sources: list[str], notes: list[Finding
     from ..load.errors import LoadError
 
     try:
-        loaded = select.load(sources, loader=args.loader, allow_lookups=args.allow_lookups,
-                             allow_plugins=args.allow_inventory_plugins,
-                             limits=guard.Limits(max_file_bytes=args.max_file_size),
-                             vault_password_file=args.vault_password_file, notes=notes, keep_names=keep_names)
+        loaded = select.load(sources, **load_options(args), notes=notes, keep_names=keep_names)
     except LoadError as exc:
         fail([exc.finding])
         return None

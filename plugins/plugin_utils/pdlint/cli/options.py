@@ -29,45 +29,57 @@ def _release(text: str) -> str:
     return text
 
 
-# Every subcommand, so `pdlint --help` names them all (a test checks it against main's dispatch).
-SUBCOMMANDS = (
-    ("explain", "[PATH ...]", "show the topology vLLM will build: engines, GPUs, rank maps, ports"),
-    ("rules", "[ID|FAMILY|--markdown]", "document the rules (with the vLLM releases each follows)"),
-    ("models", "[NAME|PATH|ID ...]", "list the models pdlint knows, or show a config.json's facts as vLLM derives them"),
-    ("versions", "", "list the vLLM releases pdlint follows"),
-    ("schema", "", "print the JSON Schema of pdlint's variables"),
-    ("lsp", "[--stdio]", "run the language server over stdio (needs: pip install 'pdlint[lsp]')"),
-)
-
-
 def _epilog() -> str:
-    rows = [(f"pdlint {name} {args}".rstrip(), what) for name, args, what in SUBCOMMANDS]
+    from .commands import SUBCOMMANDS
+
+    rows = [(f"pdlint {s.name} {s.usage}".rstrip(), s.what) for s in SUBCOMMANDS]
     width = max(len(usage) for usage, _unused in rows)
-    return "subcommands:\n" + "".join(f"  {usage:{width}}  {what}\n" for usage, what in rows)
+    return ("subcommands:\n" + "".join(f"  {usage:{width}}  {what}\n" for usage, what in rows)
+            + "\nA subcommand's name is always the subcommand, even beside a folder of that name: write ./models (or\n"
+              "models/) to check a folder named models.\n")
 
 
 def parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.REPORTERS)),
            description: str = "Lint vLLM prefill/decode topologies in Ansible inventories.",
            format_help: str = "output format (default: text, or github when GITHUB_ACTIONS=true)",
            lint: bool = True) -> argparse.ArgumentParser:
-    """pdlint's options; `pdlint explain` (lint=False) takes those that mean something to it, with its own formats."""
+    """pdlint's options; `pdlint explain` (lint=False) takes every one of them, with its own formats: a wrapper
+    passes one option set to both."""
     ap = argparse.ArgumentParser(prog=prog, description=description, epilog=_epilog() if lint else None,
                                  formatter_class=argparse.RawDescriptionHelpFormatter if lint
                                  else argparse.HelpFormatter)  # raw: the epilog's table keeps its lines
-    ap.add_argument("paths", nargs="*", metavar="PATH", help="inventory file or directory, or any file inside one")
-    ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
-                    help="inventory source, as in Ansible (repeatable; together they form one inventory)")
+    ap.add_argument("paths", nargs="*", metavar="PATH",
+                    help="inventory file or directory, or any file inside one (./models for a folder named as a "
+                         "subcommand)")
     ap.add_argument("-f", "--format", choices=list(formats), default=None, help=format_help)
-    if lint:  # explain exits 0 whatever it shows
-        ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
-                        help="exit 1 on warnings too (default: the config's `strict`, else off)")
+    _verdict(ap, lint)
+    loading(ap)
+    ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    ap.add_argument("--version", action="version", version=f"pdlint {__version__} (vLLM rules: {NEWEST_VLLM})")
+    return ap
+
+
+# The lint's verdict options that explain (which shows every finding and exits 0) accepts and does not use.
+UNUSED_BY_EXPLAIN = ("strict", "show_suppressed")
+
+
+def _verdict(ap: argparse.ArgumentParser, lint: bool) -> None:
+    """What pdlint reports and how it exits."""
+    unused = "" if lint else " (not used by explain: it shows every finding and exits 0)"
+    ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
+                    help="exit 1 on warnings too (default: the config's `strict`, else off)" + unused)
     ap.add_argument("--select", metavar="RULES",
                     help="comma-separated rule ids or families to report (replaces the config's)")
     ap.add_argument("--ignore", metavar="RULES",
                     help="comma-separated rule ids or families not to report (replaces the config's)")
-    if lint:  # explain lists no suppressed findings
-        ap.add_argument("--show-suppressed", action="store_true",
-                        help="also list the findings pdlint_skip suppressed")
+    ap.add_argument("--show-suppressed", action="store_true",
+                    help="also list the findings pdlint_skip suppressed" + unused)
+
+
+def loading(ap: argparse.ArgumentParser) -> None:
+    """What is read and how: pdlint and pdlint explain load an inventory with the same options (cli/inputs.py)."""
+    ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
+                    help="inventory source, as in Ansible (repeatable; together they form one inventory)")
     ap.add_argument("--config", metavar="FILE",
                     help="configuration file (default: .pdlint.yaml or pyproject.toml [tool.pdlint], "
                          "from here up to the git root)")
@@ -86,10 +98,6 @@ def parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.RE
     ap.add_argument("--vllm-version", type=_release, metavar="RELEASE",
                     help="vLLM release for hosts whose inventory and config file set no vllm_version "
                          f"(default: the newest known, {NEWEST_VLLM}; see `pdlint versions`)")
-    if lint:  # explain never uses the cache
-        ap.add_argument("--no-cache", action="store_true",
-                        help="neither read nor write the cache of earlier results (also: PDLINT_NO_CACHE=1); "
-                             "it lives under $XDG_CACHE_HOME/pdlint, never in the inventory")
-    ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-    ap.add_argument("--version", action="version", version=f"pdlint {__version__} (vLLM rules: {NEWEST_VLLM})")
-    return ap
+    ap.add_argument("--no-cache", action="store_true",
+                    help="neither read nor write the cache of earlier results (also: PDLINT_NO_CACHE=1); "
+                         "it lives under $XDG_CACHE_HOME/pdlint, never in the inventory")

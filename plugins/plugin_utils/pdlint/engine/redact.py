@@ -6,28 +6,55 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ..contract import ROLES
 from ..finding import Finding
 from ..hostvars import HostVars
 
 MASK = "<vaulted>"
 
 
-def _scalars(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _scalars(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _scalars(item)
-    elif value is not None and not isinstance(value, bool):
-        yield str(value)
-
-
 def secret_texts(hosts: Iterable[HostVars]) -> set[str]:
     """The text of every vault-decrypted value of these hosts, and the Hugging Face cache folder a vaulted model id
-    names (models--ORG--NAME: the model-facts messages name the places looked in)."""
-    found = {text for hv in hosts for path in hv.secrets for text in _scalars(hv.get(*path)) if text}
+    names (models--ORG--NAME: the model-facts messages name the places looked in).
+
+    Not secrets, though vaulted: a side's role word (prefill, decode: every message names the side it is about,
+    "decode TP <vaulted>"), and a deployment name that a host of these sets in clear."""
+    hosts = list(hosts)
+    clear = {text for hv in hosts for path, text in _leaves(hv.values, ()) if _name(path) == "pd_deployment"
+             and not _secret(hv, path)}
+    found = {text for hv in hosts for path in hv.secrets for leaf, text in _leaves(hv.get(*path), path)
+             if text and not stated(_name(leaf), text, clear)}
     return found | {"models--" + text.strip("/").replace("/", "--") for text in found if "/" in text.strip("/")}
+
+
+def stated(name: str | None, text: str, clear: set[str]) -> bool:
+    """Whether the vaulted text of contract variable name is said anyway: a role word, or a deployment in clear."""
+    return (name == "pd_role" and text in ROLES) or (name == "pd_deployment" and text in clear)
+
+
+def _leaves(value: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """(path, text) of each scalar in value (at path)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, (*path, i))
+    elif value is not None and not isinstance(value, bool):
+        yield path, str(value)
+
+
+def _name(path: tuple[Any, ...]) -> str | None:
+    """The contract name a value's path sets (vllm_pd_role, vllm_instances[i].pd_role: pd_role), else None."""
+    if len(path) == 3 and path[0] == "vllm_instances":
+        return str(path[2])
+    if len(path) == 1 and isinstance(path[0], str) and path[0].startswith("vllm_"):
+        return path[0][len("vllm_"):]
+    return None
+
+
+def _secret(hv: HostVars, path: tuple[Any, ...]) -> bool:
+    return any(path[:n] in hv.secrets for n in range(1, len(path) + 1)) if hv.secrets else False
 
 
 def apply(findings: Sequence[Finding], secrets: set[str]) -> list[Finding]:

@@ -14,14 +14,18 @@ import os
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
+from ..contract import VARIABLES
 from ..finding import Finding, Origin
 from ..hostvars import KEY, HostVars, Path, Unresolved
 from ..paths import display_path
 from ..vllm import cmdline, dynamo_launcher, releases
+from ..vllm.args import arguments
 from ..yaml_text import yaml_text
-from . import dynamo
+from . import dynamo, shell, shell_env
 from .given import ARGS, has_items_args
 from .positions import Texts, locate
+
+_CONTRACT_ARGS = tuple(v.name for v in VARIABLES)  # the contract's names; those that are vLLM arguments count
 
 
 @dataclasses.dataclass
@@ -85,33 +89,71 @@ def _read(host: _Host, path: Path, release: releases.Release, target: MutableMap
                      "close the quote, or drop the trailing backslash")
         return
     where = _origins(host, path, tokens)
+    command = shell.read(tokens)
+    unread = command.message if isinstance(command, shell.Unread) else None
+    launcher = None if isinstance(command, shell.Unread) else shell.unmodelled(command.words)
+    if isinstance(command, shell.Unread) or launcher:
+        token = command.token if isinstance(command, shell.Unread) else command.words[0]
+        host.finding(where.get(token, host.hv.origin(*path)), "unresolved",
+                     f"{shown}: {unread or f'pdlint does not model the launcher `{launcher}`'}; the arguments it sets "
+                     "are not checked, and rules that need them are skipped",
+                     "write the line as the `vllm serve` (or `python -m dynamo.vllm`) command it runs, or set the "
+                     "engine's vllm_<name> variables", "warning")
+        _unknown(target, key_of, release, f"pdlint does not read {shown}")
+        return
+    tokens = list(command.words)
+    shell_env.assign(host, command.assignments, where, target, prefix, key_of("env"), shown)
     launch = dynamo.read(tokens)
     parsed = _parse(host, list(launch.rest) if launch else _served(tokens, target, prefix, host), release,
-                    _base_dir(host.hv.origin(*path)))
+                    _base_dir(host.hv.origin(*path)), launch is not None)
     for problem in parsed.problems:
         origin = _origin_of(host, problem.token, where, host.hv.origin(*path))
+        if problem.kind == "unresolved":
+            host.finding(origin, "unresolved", f"{shown}: {problem.message}", problem.hint or None, "warning")
+            continue
         if launch and dynamo.unmodelled(problem):
             host.finding(origin, "unresolved", f"{shown}: {problem.message.split(': ', 1)[-1]} is neither vLLM "
                          f"{release}'s nor one of Dynamo's flags pdlint knows: not modelled",
                          f"pdlint reads Dynamo's launcher as {dynamo_launcher.SOURCE} define it", "warning")
             continue
-        host.finding(origin, "vllm-args[invalid]", f"{shown}: {problem.message} (vLLM {release} refuses to start)",
-                     problem.hint or None)
+        refuses = f"Dynamo's worker refuses to start: it parses vLLM {release}'s engine flags alone" if launch and \
+            problem.hint == cmdline.SERVER_HINT else f"vLLM {release} refuses to start"
+        host.finding(origin, "vllm-args[invalid]", f"{shown}: {problem.message} ({refuses})", problem.hint or None)
     secret = any(p[:len(path)] == path for p in host.secrets)
     for dest, given in parsed.values.items():
         # a line vLLM refuses says nothing certain about the rest: its values are read, never held against the host's
         _set(host, parsed, where, dest, given, target, prefix, key_of(dest), secret, path, not parsed.problems)
+    for dest in sorted(parsed.refused):
+        # a value vLLM refuses is unset and unknown: the rules that need it skip the engine (as for a template), the
+        # vllm-args[invalid] above says why; a variable the host sets itself keeps its value
+        key = key_of(dest)
+        if key not in target:
+            target[key] = Unresolved(f"vLLM {release} refuses its value in {shown}", reported=True)
+            host.origins[(*prefix, key)] = _origin_of(host, parsed.flags.get((dest,)), where, host.hv.origin(*path))
+    if any(p.kind == "unresolved" for p in parsed.problems):
+        # a --config FILE on the GPU host may set any argument the line leaves out: those pdlint reads stay unknown
+        # (never vLLM's defaults), so the rules that need them skip the engine; the line's own flags are read
+        _unknown(target, key_of, release, f"{shown}'s --config FILE is on the GPU host")
     if launch:
         _dynamo(host, launch, where, target, prefix, key_of, path)
 
 
-def _parse(host: _Host, tokens: list[cmdline.Token], release: releases.Release, base_dir: str | None) -> cmdline.Parsed:
+def _unknown(target: MutableMapping[str, Any], key_of: Callable[[str], str], release: releases.Release,
+             why: str) -> None:
+    """The contract's vLLM arguments target does not set, unknown (a finding has said why)."""
+    for name in _CONTRACT_ARGS:
+        if name in arguments(release) and key_of(name) not in target:
+            target[key_of(name)] = Unresolved(why, reported=True)
+
+
+def _parse(host: _Host, tokens: list[cmdline.Token], release: releases.Release, base_dir: str | None,
+           engine_only: bool) -> cmdline.Parsed:
     """cmdline.parse, once per words, release and folder: tokens are values (text, place), so a line's parse
     answers for every host whose line has those words at those places (its origins are the host's own)."""
-    key = (tuple(tokens), release, base_dir)
+    key = (tuple(tokens), release, base_dir, engine_only)
     found = host.parsed.get(key)
     if found is None:
-        found = host.parsed[key] = cmdline.parse(tokens, release, base_dir=base_dir)
+        found = host.parsed[key] = cmdline.parse(tokens, release, base_dir=base_dir, engine_only=engine_only)
     return found
 
 

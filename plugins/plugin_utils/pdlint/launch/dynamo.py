@@ -9,12 +9,6 @@ from collections.abc import Sequence
 from ..vllm import cmdline
 from ..vllm import dynamo_launcher as dynamo
 
-_PYTHON = ("python", "python3")
-# vLLM's engine flags without `serve`: the model is --model (args.py parse_args hands the rest to a
-# FlexibleArgumentParser with AsyncEngineArgs.add_cli_args)
-_ENGINE_ONLY = (cmdline.Token("python", None, -1), cmdline.Token("-m", None, -1),
-                cmdline.Token("vllm.entrypoints.openai.api_server", None, -1))
-
 
 @dataclasses.dataclass(frozen=True)
 class Launch:
@@ -23,17 +17,18 @@ class Launch:
     module: cmdline.Token
     own: tuple[dynamo.Word, ...]
     words: tuple[cmdline.Token, ...]  # Dynamo's words after the module, as given
-    rest: tuple[cmdline.Token, ...]  # what vLLM's parser reads (with the engine-only launcher words in front)
+    # what vLLM's parser reads: args.py parse_args hands the words Dynamo leaves to a FlexibleArgumentParser holding
+    # AsyncEngineArgs.add_cli_args alone (engine flags, no `serve`: the model is --model), cmdline.parse engine_only
+    rest: tuple[cmdline.Token, ...]
 
 
 def read(tokens: Sequence[cmdline.Token]) -> Launch | None:
     """The Dynamo launch a command line starts, else None."""
-    texts = [t.text for t in tokens[:3]]
-    if len(texts) < 3 or texts[0].rsplit("/", 1)[-1] not in _PYTHON or texts[1] != "-m" or texts[2] != dynamo.MODULE:
+    if cmdline.launcher(tokens)[0] != "dynamo":  # python3 / python3.11 / a path to one, -m dynamo.vllm[.unified_main]
         return None
     words = tuple(tokens[3:])
     own, rest = dynamo.split([t.text for t in words])
-    return Launch(tokens[2], tuple(own), words, (*_ENGINE_ONLY, *(words[i] for i in rest)))
+    return Launch(tokens[2], tuple(own), words, tuple(words[i] for i in rest))
 
 
 def side(launch: Launch) -> tuple[str, cmdline.Token] | None:
@@ -43,5 +38,6 @@ def side(launch: Launch) -> tuple[str, cmdline.Token] | None:
 
 
 def unmodelled(problem: cmdline.Problem) -> bool:
-    """A flag vLLM's parser does not know may be one of the Dynamo release's own that pdlint's table lacks."""
-    return problem.message.startswith("unrecognized arguments")
+    """A flag no parser of the vLLM release knows may be one of the Dynamo release's own that pdlint's table lacks
+    (an API-server flag, which Dynamo's engine-only parser refuses, is no such flag)."""
+    return problem.kind == "unknown"

@@ -58,6 +58,8 @@ def _decrypted(value: Any) -> Any:
 def plain(value: Any, path: Path, origins: dict[Path, Origin], render: Render | None,
           secrets: set[Path] | None = None) -> Any:
     """A copy of value with native types; origins recorded by path; templates rendered; vaulted paths in secrets."""
+    if isinstance(value, _Leafwise):  # a play value Ansible could not template whole: its leaves one by one
+        return plain(value.raw, path, origins, value.render, secrets)
     if _Marker is not None and isinstance(value, _Marker):  # the play's lazy template error, e.g. a nested !vault
         try:
             value.trip()
@@ -150,18 +152,47 @@ def _holds_vault(value: Any) -> bool:
     return False
 
 
+class _Leafwise:
+    """A play variable whose templating failed: its raw value (tagged with Ansible's origins), for plain() to
+    template leaf by leaf with the host's templar, so only what fails is Unresolved, and at its own file:line."""
+
+    def __init__(self, raw: Any, render: Render) -> None:
+        self.raw, self.render = raw, render
+
+
+def _host_render(view: Any) -> Render | None:
+    """One value templated in the host's context (HostVarsVars keeps its TemplateEngine); Unresolved on failure."""
+    templar = getattr(view, "_templar", None)
+    if templar is None:
+        return None
+
+    def render(value: Any) -> Any:
+        try:
+            out = templar.template(value)
+            if _Marker is not None and isinstance(out, _Marker):
+                out.trip()
+            return out
+        except Exception as exc:  # noqa: BLE001 - a value Ansible cannot template is data, as in the CLI
+            return Unresolved(_reason(exc))
+    return render
+
+
 def _play_value(view: Any, raw: Mapping[str, Any], key: str) -> Any:
     """One play variable, templated by Ansible; raw when it holds a !vault value (decrypted, or left
-    unresolved, by plain() as in the CLI); Unresolved when Ansible cannot template it."""
+    unresolved, by plain() as in the CLI); leaf by leaf when Ansible cannot template it whole (a mapping with one
+    undefined variable fails as a whole in hostvars: the CLI reports that value alone, and so does the play)."""
     if _holds_vault(raw.get(key)):  # templating it inside a filter fails the whole template: read it raw
-        return raw[key]
+        render = _host_render(view)  # and its other templates one by one, never left as literal text
+        return raw[key] if render is None else _Leafwise(raw[key], render)
     try:
         value = view[key]
         if _Marker is None or not isinstance(value, _Marker):
             return value
         value.trip()  # a marker stands for a template error: raise it here
     except Exception as exc:  # noqa: BLE001 - a value Ansible cannot template is data, as in the CLI
-        return Unresolved(_reason(exc))
+        render = _host_render(view)
+        # the raw value keeps Ansible's origin tags, which the failed template's result has not
+        return Unresolved(_reason(exc)) if render is None or key not in raw else _Leafwise(raw[key], render)
 
 
 def _play_host(hostvars: Any, name: str, keep: frozenset[str]) -> HostVars:

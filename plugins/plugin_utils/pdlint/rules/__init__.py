@@ -4,6 +4,7 @@ from __future__ import annotations
 from . import (
     command_line,
     connector,
+    connector_keys,
     deployment,
     env,
     gpu,
@@ -31,7 +32,7 @@ STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved,
 CHECKS: tuple[Rule, ...] = (
     version.unknown, version.pre_release,
     deployment.incomplete, deployment.connector,
-    connector.unknown, connector.config, connector.out_of_tree,
+    connector.unknown, connector.config, connector.out_of_tree, connector_keys.extra_key,
     kv_role.missing, kv_role.invalid, kv_role.side, kv_role.moriio_explicit,
     tp.heads, tp.kv_heads, tp.model_facts,
     tp_ratio.moriio_ratio, tp_ratio.moriio_write, tp_ratio.nixl, tp_ratio.mooncake, tp_ratio.p2p_nccl,

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from ..topology.types import Instance, Topology, per_body
 from ..vllm import composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, stage_specs, view
 from ..vllm import registry as connectors
+from ..vllm.ports import api_port
 from ..vllm.releases import Release
 from .base import Hit, each_body, hit, rule, words
 
@@ -57,7 +58,7 @@ def unknown(topo: Topology) -> Iterator[Hit]:
 def _unknown_problems(inst: Instance) -> Iterator[tuple[str, str]]:
     """(message, hint) when inst's kv_connector is no class its release's factory knows."""
     name = inst.connector
-    if not name or not isinstance(name, str) or not inst.knows("kv_connector", "version", "env"):
+    if not name or not isinstance(name, str) or not inst.knows("kv_connector", "version", "env.VLLM_USE_V1"):
         return
     release = connectors.release(inst)
     use_v1 = str(inst.env.get("VLLM_USE_V1", "1")).strip() != "0"
@@ -161,7 +162,7 @@ def _unknown_hint(inst: Instance, name: str, release: Release, v0: bool) -> str:
 def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     """(extra key, message, hint) for each setting MoRIIOConnector of the instance's release cannot use."""
     release = connectors.release(inst)
-    return moriio_config.config_problems(composite.effective(inst).extra, release, inst.port)
+    return moriio_config.config_problems(composite.effective(inst).extra, release, api_port(inst))
 
 
 @per_body
@@ -195,7 +196,7 @@ def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     if kind == "p2p-nccl" and p2p.registered(release):
         missing = p2p.http_port_missing(release, dict(extra))
         if missing:
-            api = f"the instance's API port ({inst.port})" if inst.port is not None else "the port the proxy reaches"
+            api = f"the instance's API port ({api_port(inst)})" if api_port(inst) is not None else "the port the proxy reaches"
             yield ("kv_connector_extra_config", missing, f"set http_port to {api}")
     yield from composite.config_problems(inst)
     yield from _hma_problems(inst, release)

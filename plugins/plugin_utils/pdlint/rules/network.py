@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from ..topology.types import Deployment, Engine, Instance, Topology
 from ..vllm import composite, moriio_config, view
 from ..vllm import registry as connectors
-from ..vllm.ports import Bind, binds, self_collision_hint
+from ..vllm.ports import Bind, api_port, binds, self_collision_hint
 from .base import Hit, hit, rule
 
 
@@ -71,7 +71,11 @@ def collision(topo: Topology) -> Iterator[Hit]:
     `vllm_port: null` (or `port: null` on a vllm_instances item) is an engine
     without an API server (a headless worker, a --headless node): it binds no
     API port and no API-port rule applies to it, but its connector ports still
-    count. Leaving vllm_port unset means vLLM's default 8000.
+    count. Leaving vllm_port unset means vLLM's default 8000. A Dynamo worker
+    (`python -m dynamo.vllm`, vllm_launcher: dynamo) serves no HTTP API (the
+    ingress is `python -m dynamo.frontend`), so it binds no API port whatever
+    vllm_port says; it binds its connector's ports and, with a positive
+    DYN_SYSTEM_PORT in its env, Dynamo's system status server.
 
     PASS:
 
@@ -175,14 +179,15 @@ def http_mismatch(topo: Topology) -> Iterator[Hit]:
                 kv_connector_extra_config: {http_port: 8000}
     """
     for inst in topo.instances:
-        if view.kind(inst) not in ("moriio", "p2p-nccl") or inst.port is None or not inst.knows("port"):
+        port = api_port(inst)  # a Dynamo worker serves no API: its http_port is the frontend's business
+        if view.kind(inst) not in ("moriio", "p2p-nccl") or port is None or not inst.knows("port"):
             continue
         value = composite.effective(inst).extra.get("http_port")
         if value is None or not str(value).strip().isdigit():
             continue
-        if int(str(value)) != inst.port:
-            yield hit(inst, ("extra.http_port",), f"http_port {value} differs from the instance's API port {inst.port}",
-                      f"set http_port: {inst.port}, or vllm_port: {value}")
+        if int(str(value)) != port:
+            yield hit(inst, ("extra.http_port",), f"http_port {value} differs from the instance's API port {port}",
+                      f"set http_port: {port}, or vllm_port: {value}")
 
 
 def _side_channel_host(inst: Instance) -> str:

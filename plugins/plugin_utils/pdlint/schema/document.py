@@ -153,9 +153,11 @@ def _snippet(role: str, kv_role: str, port: int) -> dict[str, Any]:
 _ARG_SCHEMAS: dict[str, dict[str, Any]] = {
     "int": {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string", "type": "string",
                                             "pattern": r"^\s*[-+]?[0-9]+\s*$"}]},
-    "int_hr": {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string (1k, 2M, 1G)",
+    # human_readable_int (vllm/cmdline_types.py, the newest release's): 1k, 1.5g, 2M (binary suffixes take whole
+    # numbers), or int(); the CLI checks the host's own release
+    "int_hr": {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string (1k, 1.5g, 2M, 1G)",
                                                "type": "string",
-                                               "pattern": r"^\s*-?\d+(?:\.\d+)?\s*(?:[kKmMgGtT]i?)?\s*$|^\s*auto\s*$"}]},
+                                               "pattern": r"^\s*(?:\d+(?:\.\d+)?[kmgt]|\d+[KMGT]|[-+]?\d+(?:_\d+)*)\s*$"}]},
     "float": {"anyOf": [{"type": "number"}, {"title": "a number written as a string", "type": "string",
                                              "pattern": r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$"}]},
     "bool": {"type": "boolean"},
@@ -173,6 +175,8 @@ def _argument(name: str) -> dict[str, Any]:
         value: dict[str, Any] = {"enum": [*arg.choices, *(str(c) for c in arg.choices if numeric)]}
     else:
         value = dict(_ARG_SCHEMAS.get(arg.kind, {}))
+    if arg.kind == "int_hr" and arg.name == "max_model_len":  # human_readable_int_or_auto (0.14.0+): auto too
+        value = {"anyOf": [*value["anyOf"], {"title": "auto", "type": "string", "pattern": r"^\s*[Aa][Uu][Tt][Oo]\s*$"}]}
     spelled = " / ".join(arg.spellings if arg.kind == "bool" else (*arg.flags, *arg.aliases))
     docs = {"description": f"vLLM's {spelled} (from {vllm_args.first_release(name)}); null leaves it unset. "
             "The pdlint CLI checks it against the host's vllm_version."}

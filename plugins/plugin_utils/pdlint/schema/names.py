@@ -17,7 +17,7 @@ from typing import Any
 from ..contract import VARIABLES, host_var
 from ..finding import Finding
 from ..hostvars import HostVars, Unresolved, is_template
-from ..vllm import args, releases
+from ..vllm import args, releases, variables
 from .kv import finding
 
 # The names the contract defines: every other vllm_* name is vLLM's argument, the role's own, or a typo.
@@ -94,9 +94,9 @@ def check(hv: HostVars, contract: frozenset[str], patterns: tuple[str, ...]) -> 
             continue
         arg = table.get(name[5:])
         if arg is not None:
-            wrong = None if _skipped(value) else args.problem(arg, value)
+            wrong = None if _skipped(value) else variables.problem(arg, value, release)
             if wrong:
-                yield finding(hv, (name,), f"{name}: {wrong} (vLLM {release})", None)
+                yield finding(hv, (name,), f"{name}: {wrong} (vLLM {release} refuses to start)", None)
             continue
         if own(name, patterns):
             continue

@@ -98,7 +98,8 @@ def _instance(src: _Source, problems: list[Finding], models: facts.ModelLookup) 
         origins[name] = origin
         if isinstance(value, Unresolved):
             unresolved.add(name)
-            problems.append(_unresolved(src, name, value.reason, origin))
+            if not value.reported:
+                problems.append(_unresolved(src, name, value.reason, origin))
             continue
         value, usable = coerce(name, value)
         if not usable:
@@ -169,7 +170,8 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
     origins["kv_transfer_config"] = origin
     if isinstance(raw, Unresolved):
         unresolved.update(("kv_transfer_config", *_KV))
-        problems.append(_unresolved(src, "kv_transfer_config", raw.reason, origin))
+        if not raw.reported:
+            problems.append(_unresolved(src, "kv_transfer_config", raw.reason, origin))
         return
     config, _error = kv_config(raw)
     if config is None:
@@ -207,12 +209,16 @@ def _env(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unres
          problems: list[Finding]) -> None:
     raw, origin = src.get("env")
     if origin is None or not isinstance(raw, dict):
+        if isinstance(raw, Unresolved):  # the whole mapping (`vllm_env: "{{ envs }}"`): none of its names is known
+            unresolved.add("env")
+            problems.append(_unresolved(src, "env", raw.reason, origin))
         return
     env: dict[str, str] = {}
     for key, value in raw.items():
         origins[f"env.{key}"] = src.origin_in("env", str(key))
-        if isinstance(value, Unresolved):
+        if isinstance(value, Unresolved):  # the rules reading it skip this instance (Instance.knows)
             unresolved.add(f"env.{key}")
+            problems.append(_unresolved(src, f"env.{key}", value.reason, origins[f"env.{key}"]))
         elif isinstance(value, str) and unreadable_number(value):
             unresolved.add(f"env.{key}")
             problems.append(Finding(

@@ -87,8 +87,11 @@ class Instance:
         return UNKNOWN
 
     def knows(self, *fields: str) -> bool:
-        """True when none of fields is unresolved (templated or vaulted)."""
-        return not (self.unresolved and self.unresolved.intersection(fields))
+        """True when none of fields is unresolved (templated or vaulted); a dotted field (`env.CUDA_VISIBLE_DEVICES`)
+        is unresolved too when what holds it is (`vllm_env` as a whole)."""
+        if not self.unresolved:
+            return True
+        return not any(f in self.unresolved or ("." in f and f.split(".", 1)[0] in self.unresolved) for f in fields)
 
     def as_host(self, host: str) -> Instance:
         """This instance as another host with the same values builds it: its id and node default to the host."""

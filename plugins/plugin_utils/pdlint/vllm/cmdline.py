@@ -13,17 +13,19 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from . import dynamo_launcher
 from .args import arguments, first_release
-from .cmdline_argparse import Parser, build
+from .cmdline_argparse import Parser, build, classify
 from .cmdline_consume import run
 from .cmdline_data import Arg, Fail, Parsed, Problem, Token
-from .cmdline_flex import preprocess
-from .cmdline_split import SplitError, joined, rendered, words
+from .cmdline_flex import _MODEL_POSITIONAL, preprocess
+from .cmdline_split import ASSIGN, SplitError, joined, rendered, words
 from .releases import KNOWN, R, Release
 
-__all__ = ["Parsed", "Problem", "SplitError", "Token", "argv", "parse"]
+__all__ = ["SERVER_HINT", "Parsed", "Problem", "SplitError", "Token", "argv", "parse"]
 
 _PYTHON = ("python", "python3")
+_OPERATOR_START = frozenset(";&|<>()0123456789")
 _API_SERVER = "vllm.entrypoints.openai.api_server"
 _TASK = ("--task is not a vllm serve option. For embedding, reranking, or reward models, use --runner pooling. To "
          "adapt a generative model for pooling, also use --convert embed, --convert classify, or --convert reward.")
@@ -33,20 +35,40 @@ def argv(value: str | list[Any]) -> list[Token]:
     """vllm_args as argv elements. A list item that starts with a flag and holds whitespace before any `=` is a
     role joining the list with spaces (`"--tensor-parallel-size 2"`): it is split shell-style too."""
     if isinstance(value, str):
-        return [Token(word, None, start) for word, start in words(value)]
+        return [Token(word, None, start, shell=_kind(kind)) for word, start, kind in words(value)]
     if not isinstance(value, (list, tuple)):
         raise SplitError(f"vllm_args must be a string or a list, not {type(value).__name__}", 0)
     out: list[Token] = []
     for index, item in enumerate(value):
         text = rendered(item)
         if not joined(text):
-            out.append(Token(text, index, 0))
+            out += _item(text, index)
             continue
         try:
-            out += [Token(word, index, start) for word, start in words(text)]
+            out += [Token(word, index, start, shell=_kind(kind)) for word, start, kind in words(text)]
         except SplitError as err:
             raise SplitError(err.message, err.offset, index) from None
     return out
+
+
+def _kind(kind: str) -> str:
+    return "" if kind == "word" else kind
+
+
+def _item(text: str, index: int) -> list[Token]:
+    """A list item as one argv element, unless it is a shell operator (`&`, `2>&1`, `> log`) or an environment
+    assignment (`CUDA_VISIBLE_DEVICES=0`) a role's join passes to the shell."""
+    if ASSIGN.match(text):
+        return [Token(text, index, 0, shell="assign")]
+    if text[:1] not in _OPERATOR_START:
+        return [Token(text, index, 0)]
+    try:
+        parts = list(words(text))
+    except SplitError:
+        return [Token(text, index, 0)]
+    if not parts or parts[0][2] != "op":
+        return [Token(text, index, 0)]
+    return [Token(word, index, start, shell=_kind(kind)) for word, start, kind in parts]
 
 
 def launcher(tokens: Sequence[Token]) -> tuple[str, int]:
@@ -58,27 +80,31 @@ def launcher(tokens: Sequence[Token]) -> tuple[str, int]:
     if len(texts) == 3 and texts[1] == "-m" and (program in _PYTHON or program.startswith("python3.")):
         if texts[2] == _API_SERVER:
             return "api_server", 3
-        if texts[2] == "dynamo.vllm":
+        if texts[2] in dynamo_launcher.MODULES:
             return "dynamo", 3
     return "", 0
 
 
-def parse(tokens: Sequence[Token], release: Release, *, base_dir: str | None = None) -> Parsed:
-    """What release's parser makes of tokens; never raises (a refusal is a Problem)."""
-    name, skip = launcher(tokens)
+def parse(tokens: Sequence[Token], release: Release, *, base_dir: str | None = None,
+          engine_only: bool = False) -> Parsed:
+    """What release's parser makes of tokens; never raises (a refusal is a Problem). engine_only: the tokens are
+    the words Dynamo's worker hands to a FlexibleArgumentParser holding AsyncEngineArgs.add_cli_args alone."""
+    name, skip = ("engine", 0) if engine_only else launcher(tokens)
     if name == "dynamo":  # Dynamo's own launcher and flags: not vLLM's parser
         return Parsed({}, {}, {}, (), name)
-    serve = name != "api_server"
-    parser = build(release, "serve" if serve else "api_server")
+    serve = name not in ("api_server", "engine")
+    parser = build(release, "serve" if serve else name)
     # `vllm serve`: parse_args runs on the top-level parser, which owns no --no-X (a config file's `false` is
     # dropped there, 0.28.0+); the api_server's own parser owns them all
     owns = frozenset(parser.options) if not serve else frozenset({"-h", "--help"})
     args = [Arg(t.text, t) for t in tokens[skip:]]
+    problems: list[Problem] = []
     try:
-        processed = preprocess([Arg("serve", Token("serve")), *args] if serve else args, release, owns, base_dir)
+        processed = preprocess([Arg("serve", Token("serve")), *args] if serve else args, release, owns, base_dir,
+                               problems)
         state = run(parser, processed[1:] if serve else processed)
     except Fail as fail:
-        return Parsed({}, {}, {}, (fail.problem,), name)
+        return Parsed({}, {}, {}, (*problems, fail.problem), name)
     except (RecursionError, OverflowError) as err:  # vLLM's parser dies on these too (a traceback, no message)
         return Parsed({}, {}, {}, (Problem(f"vLLM's parser fails on this command line: {err}", None),), name)
     values, flags, value_tokens = state.values, state.flags, state.value_tokens
@@ -86,18 +112,42 @@ def parse(tokens: Sequence[Token], release: Release, *, base_dir: str | None = N
         values["model"] = values.pop("model_tag")
         flags[("model",)] = flags.pop(("model_tag",))
         value_tokens[("model",)] = value_tokens.pop(("model_tag",))
-    return Parsed(values, flags, value_tokens, _unrecognized(state.extras, release, parser), name)
+    refused = set(state.refused)
+    if any(p.message == _MODEL_POSITIONAL or p.message.startswith("argument --model:") for p in problems):
+        refused.add("model")
+    unknown = _unrecognized(state.extras, release, parser, engine_only)
+    return Parsed(values, flags, value_tokens, (*problems, *state.problems, *unknown), name, frozenset(refused))
 
 
-def _unrecognized(extras: list[Arg], release: Release, parser: Parser) -> tuple[Problem, ...]:
-    """argparse's "unrecognized arguments: ..." (parse_args), one problem per unknown flag and the strings after it."""
+def _unrecognized(extras: list[Arg], release: Release, parser: Parser, engine_only: bool) -> tuple[Problem, ...]:
+    """argparse's "unrecognized arguments: ..." (parse_args), one problem per unknown flag and the strings after it:
+    kind "unknown" (no parser of the release has it), or "invalid" for an API-server flag on the engine-only one."""
     groups: list[list[Arg]] = []
     for arg in extras:
         if not groups or arg.text.startswith("-"):
             groups.append([])
         groups[-1].append(arg)
-    return tuple(Problem("unrecognized arguments: " + " ".join(a.text for a in group), group[0].token,
-                         hint(group[0].text, release, parser)) for group in groups)
+    out = []
+    for group in groups:
+        message = "unrecognized arguments: " + " ".join(a.text for a in group)
+        server = engine_only and _server_flag(group[0], release)
+        out.append(Problem(message, group[0].token, SERVER_HINT if server else hint(group[0].text, release, parser),
+                           "invalid" if server else "unknown"))
+    return tuple(out)
+
+
+SERVER_HINT = "a Dynamo worker runs no HTTP server (the ingress is `python -m dynamo.frontend`): drop it from the line"
+
+
+def _server_flag(arg: Arg, release: Release) -> bool:
+    """A flag of the API server's parser (FrontendArgs, make_arg_parser) that the engine's own parser lacks."""
+    if not arg.text.startswith("-"):
+        return False
+    try:
+        found = classify(build(release, "api_server"), arg)
+    except Fail:
+        return False
+    return found is not None and found[0] is not None
 
 
 def hint(text: str, release: Release, parser: Parser) -> str:

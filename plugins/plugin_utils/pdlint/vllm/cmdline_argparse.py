@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .args import Argument, arguments
-from .cmdline_data import Arg, Fail, Token
+from .cmdline_data import Arg, Fail, Problem, Token
 from .cmdline_types import converter
 from .releases import R, Release
 
@@ -49,6 +49,8 @@ class State:
     flags: dict[tuple[str, ...], Token] = dataclasses.field(default_factory=dict)
     value_tokens: dict[tuple[str, ...], Token] = dataclasses.field(default_factory=dict)
     extras: list[Arg] = dataclasses.field(default_factory=list)
+    problems: list[Problem] = dataclasses.field(default_factory=list)  # argparse's errors, in the order it meets them
+    refused: set[str] = dataclasses.field(default_factory=set)  # dests whose value an error refused
 
 
 _HELP = Action("help", "-h/--help", 0)
@@ -58,17 +60,24 @@ _HELP = Action("help", "-h/--help", 0)
 def build(release: Release, launcher: str) -> Parser:
     """The serve (sub)parser of release: -h/--help, then the table's arguments; the positional model_tag
     (nargs ?) under `vllm serve` (entrypoints/cli/serve.py subparser_init <= 0.9.2, make_arg_parser 0.10.0+, so
-    the api_server has it from 0.10.0 too)."""
+    the api_server has it from 0.10.0 too). launcher "engine": a FlexibleArgumentParser holding what
+    AsyncEngineArgs.add_cli_args registers alone (Dynamo's worker, ai-dynamo/dynamo vllm/args.py parse_args), no
+    positional."""
     options: dict[str, Action] = {"-h": _HELP, "--help": _HELP}
     for arg in arguments(release).values():
-        strings, action = _action(arg, release)
+        if launcher == "engine" and not arg.engine:
+            continue
+        strings, action = option_action(arg, release)
         for option in strings:
             options[option] = action
+    if launcher == "engine":
+        return Parser(options, None)
     positional = launcher != "api_server" or release >= R("0.10.0")
     return Parser(options, Action("model_tag", "model_tag", "?") if positional else None)
 
 
-def _action(arg: Argument, release: Release) -> tuple[list[str], Action]:
+def option_action(arg: Argument, release: Release) -> tuple[list[str], Action]:
+    """The option strings argparse registers for arg in release, and its Action (type=, choices, nargs)."""
     strings = [*arg.flags, *arg.aliases]
     if arg.kind == "bool" and arg.action in ("store_true", "store_false"):
         stored = arg.action == "store_true"

@@ -9,30 +9,40 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from .cmdline_data import Arg, Fail, Token
+from .cmdline_data import Arg, Fail, Problem, Token
 from .releases import R, Release
 
 if TYPE_CHECKING:
     import yaml
 
 
-def pull(args: list[Arg], release: Release, owns: frozenset[str], base_dir: str | None) -> list[Arg]:
-    """args with the file's arguments put where _pull_args_from_config puts them (after `serve` and the model)."""
-    configs = [a for a in args if a.text == "--config"]
+def pull(args: list[Arg], release: Release, owns: frozenset[str], base_dir: str | None,
+         problems: list[Problem]) -> list[Arg]:
+    """args with the file's arguments put where _pull_args_from_config puts them (after `serve` and the model).
+    Where vLLM would stop, the problem goes to problems and the line is read without the file's arguments."""
+    configs = [i for i, a in enumerate(args) if a.text == "--config"]
     if len(configs) > 1:
-        raise Fail("More than one config file specified!", configs[1].token)
-    index = args.index(configs[0])
+        problems.append(Problem("More than one config file specified!", args[configs[1]].token))
+        drop = {j for i in configs[1:] for j in (i, i + 1)}
+        args = [a for j, a in enumerate(args) if j not in drop]
+    index = configs[0]
     if index == len(args) - 1:
-        raise Fail("No config file specified! Please check your command-line arguments.", configs[0].token)
-    loaded = load(args[index + 1], release, owns, base_dir)
+        problems.append(Problem("No config file specified! Please check your command-line arguments.",
+                                args[index].token))
+        return args[:index]
     rest = args[index + 2:]
+    try:
+        loaded = load(args[index + 1], release, owns, base_dir)
+    except Fail as fail:
+        problems.append(fail.problem)
+        return args[:index] + rest
     if release >= R("0.10.2") and args[0].text.startswith("-"):
         return loaded + args[0:index] + rest
     if args[0].text == "serve":
         in_cli = len(args) > 1 and not args[1].text.startswith("-")
         if not in_cli and not any(a.text == "--model" for a in loaded):
-            raise Fail("No model specified! Please specify model either as a positional argument or in a config "
-                       "file.", configs[0].token)
+            problems.append(Problem("No model specified! Please specify model either as a positional argument or "
+                                    "in a config file.", args[index].token))
         if in_cli:
             return args[:2] + loaded + args[2:index] + rest
     return args[:1] + loaded + args[1:index] + rest
@@ -46,6 +56,12 @@ def load(path: Arg, release: Release, owns: frozenset[str], base_dir: str | None
     if extension not in ("yaml", "yml"):
         raise Fail(f"Config file must be of a yaml/yml type. {extension} supplied", path.token)
     full = os.path.join(base_dir, name) if base_dir and not os.path.isabs(name) else name
+    if os.path.isabs(name) and not os.path.exists(name):
+        # the line runs on the GPU host, whose files (a role templates /etc/vllm/*.yaml there) pdlint never sees
+        raise Fail(f"--config {name} is not on this machine (vLLM reads it on the GPU host): the arguments it "
+                   "sets are not checked, and rules that need one the line leaves out are skipped", path.token,
+                   "put the file beside the inventory and name it by a relative path, or give its arguments on the "
+                   "line", kind="unresolved")
     pairs = _read(full, path.token)
     out: list[Arg] = []
     for key, value, key_token, value_token in pairs:

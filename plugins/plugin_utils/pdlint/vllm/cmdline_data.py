@@ -15,6 +15,9 @@ class Token:
     file: str | None = None  # set for tokens read from a --config FILE (then line/col: 1-based, in that file)
     line: int = 0
     col: int = 0
+    # how a shell reads it (cmdline_split.words): "op" an operator, "expand" a word it expands, "assign" NAME=value;
+    # "" a plain word (or an argv element given as a list item)
+    shell: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +27,9 @@ class Problem:
     message: str
     token: Token | None
     hint: str = ""
+    # "invalid": vLLM refuses it; "unresolved": pdlint cannot tell off the GPU host (a --config FILE at an absolute
+    # path the controller lacks), so the arguments it would set are not checked
+    kind: str = "invalid"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +41,9 @@ class Parsed:
     value_tokens: dict[tuple[str, ...], Token]
     problems: tuple[Problem, ...]
     launcher: str  # "serve", "api_server", "dynamo" (not parsed) or "" (bare args)
+    # dests whose value vLLM refuses (a type or choice error, a missing value): left unset and unknown, so the rules
+    # that need them skip the engine as they skip an unresolved value; every other argument of the line is read
+    refused: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,8 +66,9 @@ class Arg:
 
 
 class Fail(Exception):
-    """vLLM's parser stops here (argparse error, ValueError, assert): the one problem pdlint reports."""
+    """vLLM's parser stops here (argparse error, ValueError, assert). pdlint reports it and reads on past it (the
+    flag's value unset), so one bad value does not hide the rest of the line."""
 
-    def __init__(self, message: str, token: Token | None, hint: str = "") -> None:
+    def __init__(self, message: str, token: Token | None, hint: str = "", kind: str = "invalid") -> None:
         super().__init__(message)
-        self.problem = Problem(message, token, hint)
+        self.problem = Problem(message, token, hint, kind)

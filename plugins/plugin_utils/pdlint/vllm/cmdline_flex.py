@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from .cmdline_config import pull
-from .cmdline_data import Arg, Fail, SubKey
+from .cmdline_data import Arg, Problem, SubKey
 from .cmdline_types import human_readable_int
 from .releases import R, Release
 
@@ -22,22 +22,26 @@ _MODEL_FIRST = ("`model` should be provided as the first positional argument whe
 _NAME = re.compile(r"(?<=--)[^\.]*")
 
 
-def preprocess(args: list[Arg], release: Release, owns: frozenset[str], base_dir: str | None) -> list[Arg]:
-    """args (args[0] == "serve" for `vllm serve`) as parse_args hands them to argparse; raises Fail."""
+def preprocess(args: list[Arg], release: Release, owns: frozenset[str], base_dir: str | None,
+               problems: list[Problem]) -> list[Arg]:
+    """args (args[0] == "serve" for `vllm serve`) as parse_args hands them to argparse. Where parse_args would
+    stop (a --model it refuses, an unreadable --config FILE), the problem goes to problems and the words at fault
+    are dropped, so argparse still reads the rest of the line."""
     if args and args[0].text == "serve":
-        args = _model(args, release)
+        args = _model(args, release, problems)
     if any(a.text == "--config" for a in args):  # only a bare `--config` token expands; `--config=F` does not
-        args = pull(args, release, owns, base_dir)
+        args = pull(args, release, owns, base_dir, problems)
     args = _names(args, release)
-    return _dotted(args, release) if release >= R("0.9.0") else args
+    return _dotted(args, release, problems) if release >= R("0.9.0") else args
 
 
-def _model(args: list[Arg], release: Release) -> list[Arg]:
+def _model(args: list[Arg], release: Release, problems: list[Problem]) -> list[Arg]:
     """`--model` under `vllm serve`: an error (<= 0.11.0), else moved to the positional slot (0.11.1+)."""
     if release < R("0.11.1"):
-        found = next((a for a in args if a.text == "--model"), None)
-        if found is not None:
-            raise Fail(_MODEL_POSITIONAL, found.token, "write the model right after `vllm serve`")
+        index = next((i for i, a in enumerate(args) if a.text == "--model"), None)
+        if index is not None:
+            problems.append(Problem(_MODEL_POSITIONAL, args[index].token, "write the model right after `vllm serve`"))
+            return [*args[:index], *args[index + 2:]]  # the flag and its value: the model is then unknown
         return args
     pattern = re.compile(r"^--model(=.+|$)" if release >= R("0.17.0") else r"^--model(=|$)")
     index = next((i for i, a in enumerate(args) if pattern.match(a.text)), None)
@@ -45,7 +49,8 @@ def _model(args: list[Arg], release: Release) -> list[Arg]:
         flag = args[index]
         if flag.text == "--model":
             if index + 1 >= len(args):  # vLLM: IndexError in parse_args
-                raise Fail("argument --model: expected one argument", flag.token)
+                problems.append(Problem("argument --model: expected one argument", flag.token))
+                return args[:index]
             model, rest = Arg(args[index + 1].text, args[index + 1].token, flag.token), index + 2
         else:
             model, rest = Arg(flag.text[len("--model="):], flag.token, flag.token), index + 1
@@ -54,7 +59,7 @@ def _model(args: list[Arg], release: Release) -> list[Arg]:
             and not any(re.match(r"^--config(=.+|$)", a.text) for a in args):
         named = next((a for a in args if re.match(r"^--served[-_]model[-_]name(=.+|$)", a.text)), None)
         if named is not None:
-            raise Fail(_MODEL_FIRST, named.token)
+            problems.append(Problem(_MODEL_FIRST, named.token))
     return args
 
 
@@ -102,7 +107,7 @@ def _optimization(args: list[Arg], i: int, release: Release) -> list[Arg]:
     return [arg]
 
 
-def _dotted(args: list[Arg], release: Release) -> list[Arg]:
+def _dotted(args: list[Arg], release: Release, problems: list[Problem]) -> list[Arg]:
     """Dotted sub-arguments folded into one JSON value per argument, appended at the end (0.9.0+).
 
     0.9.0-0.9.1: only `--` flags, values kept as text; 0.9.2+: any `-` flag, `key+ a,b` lists, values through
@@ -123,7 +128,9 @@ def _dotted(args: list[Arg], release: Release) -> list[Arg]:
             value_token = arg.token
         else:
             if i + 1 >= len(args):  # vLLM: IndexError
-                raise Fail(f"argument {text}: expected one argument", arg.token)
+                problems.append(Problem(f"argument {text}: expected one argument", arg.token))
+                delete.add(i)
+                continue
             value_str, value_token = args[i + 1].text, args[i + 1].token
             delete.add(i + 1)
         if new and text.endswith("+"):

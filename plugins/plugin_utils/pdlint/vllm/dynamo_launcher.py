@@ -24,6 +24,9 @@ from collections.abc import Sequence
 
 SOURCE = "ai-dynamo/dynamo components/src/dynamo/vllm/args.py parse_args, backend_args.py, runtime_args.py"
 MODULE = "dynamo.vllm"
+# components/src/dynamo/vllm/unified_main.py main(): `config = parse_args(...)`, the same dynamo.vllm.args parse_args
+# (disagg.sh --unified runs it), so its command line is dynamo.vllm's
+MODULES = (MODULE, "dynamo.vllm.unified_main")
 
 SWITCHES = frozenset((
     "--is-prefill-worker", "--is-decode-worker", "--use-vllm-tokenizer", "--route-to-encoder",
@@ -32,6 +35,10 @@ SWITCHES = frozenset((
     "--enable-cache-dit-summary", "--enable-cpu-offload", "--enforce-eager", "--fpm-trace",
     "--exclude-tools-when-tool-choice-none", "--multimodal-embedding-cache-publisher", "--tcp-tls-insecure",
     "--nats-tls-insecure", "--dyn-enable-structural-tag",
+    # newer backend_args.py DynamoVllmArgGroup: --headless is vLLM serve's flag too, Dynamo's own here (its parser
+    # reads the words first), so the engine-only parser never sees it
+    "--headless", "--enable-rl", "--embedding-worker", "--embedding-frontend-tokenization", "--realtime",
+    "--classify-worker", "--gms-shadow-mode", "--benchmark-collect-imbalanced",
 ))
 VALUES = frozenset((
     "--disaggregation-mode", "--sleep-mode-level", "--mm-prompt-template", "--stage-configs-path",
@@ -46,6 +53,13 @@ VALUES = frozenset((
     "--tcp-tls-key-path", "--tcp-tls-ca-cert-path", "--tcp-tls-server-name", "--tcp-tls-handshake-timeout",
     "--tcp-tls-client-cert-path", "--tcp-tls-client-key-path", "--tcp-tls-client-ca-cert-path",
     "--nats-tls-ca-cert-path", "--nats-tls-client-cert-path", "--nats-tls-client-key-path",
+    "--custom-encoder-class", "--embedding-transfer-mode", "--embedding-worker-processes", "--benchmark-mode",
+    "--benchmark-points-file", "--prefill-max-new-token-samples", "--prefill-max-kv-read-token-samples",
+    "--decode-max-kv-read-token-samples", "--decode-max-batch-size-samples", "--prefix-max-batch-size-samples",
+    "--benchmark-prefill-granularity", "--benchmark-prefill-kv-read-granularity",
+    "--benchmark-prefill-batch-granularity", "--benchmark-decode-length-granularity",
+    "--benchmark-decode-batch-granularity", "--benchmark-warmup-iterations", "--benchmark-output-path",
+    "--benchmark-timeout",
 ))
 LISTS = frozenset(("--connector", "--output-modalities"))  # nargs="*"
 OPTIONAL = frozenset(("--dyn-structural-tag",))  # nargs="?"

@@ -77,6 +77,8 @@ def moriio_start(inst: Instance) -> list[tuple[str, str, str, str]]:
     release = registry_release(inst)
     if kind_of(view.connector) != "moriio" or not (inst.facts.ssm or inst.facts.sliding_window):
         return []
+    if not inst.knows("env.VLLM_MORIIO_CONNECTOR_READ_MODE"):
+        return []  # the mode decides every check below: never guessed
     read = read_mode(dict(view.extra), dict(inst.env), release)
     found = []
     scheduler = _moriio_hma(inst, read)

@@ -40,6 +40,7 @@ class Side:
     extra: tuple[tuple[str, str], ...] = ()  # kv_connector_extra_config, values as str()
     env: tuple[tuple[str, str], ...] = ()
     layer_kinds: tuple[str, ...] | None = None  # each layer's kind (model_layers.py), for each PP stage's mix
+    unread_env: bool = False  # a PAIR_ENV variable (or vllm_env) is an unrendered template: no verdict is guessed
 
     @classmethod
     def of(cls, inst: Instance) -> Side:
@@ -57,7 +58,7 @@ class Side:
             kv_role=view.kv_role if isinstance(view.kv_role, str) else None,  # any other is kv-role[invalid]s
             disable_hma=disable, extra=_items(view.extra), env=_items(inst.env),
             kv_buffer_device=view.kv_buffer_device if isinstance(view.kv_buffer_device, str) else None,
-            layer_kinds=inst.facts.layer_kinds)
+            layer_kinds=inst.facts.layer_kinds, unread_env=not inst.knows(*_PAIR_ENV))
 
     @property
     def hma_on(self) -> bool:
@@ -75,6 +76,11 @@ class Side:
 
     def getenv(self, name: str, default: str | None = None) -> str | None:
         return dict(self.env).get(name, default)
+
+
+# The vllm_env variables the family checks read off a Side (nixl_layout, moriio read mode, nixl_pp's partition).
+PAIR_ENV = ("VLLM_KV_CACHE_LAYOUT", "VLLM_MORIIO_CONNECTOR_READ_MODE", "VLLM_PP_LAYER_PARTITION")
+_PAIR_ENV = tuple(f"env.{name}" for name in PAIR_ENV)
 
 
 def _items(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -113,5 +119,7 @@ def family(kind: str) -> Callable[[PairCheck], PairCheck]:
 @functools.lru_cache(maxsize=65536)
 def problems(prefill: Side, decode: Side) -> tuple[Problem, ...]:
     """Every problem of the pair (empty: this release pairs them); both sides must use the same class."""
+    if prefill.unread_env or decode.unread_env:  # the unresolved finding says so; the verdict is not guessed
+        return ()
     check = _FAMILIES.get(registry.kind_of(prefill.connector) or "")
     return tuple(check(prefill, decode)) if check else ()

@@ -14,7 +14,7 @@ class Bind:
     port: int
     what: str
     field: str  # the variable that sets it, for the finding's origin
-    kind: str = ""  # the connector family whose listener it is (registry.kind_of); "" for the API port
+    kind: str = ""  # the connector family whose listener it is (registry.kind_of), "dynamo"; "" for the API port
 
 
 def _as_port(value: object, default: int) -> int | None:
@@ -26,12 +26,36 @@ def _as_port(value: object, default: int) -> int | None:
         return None
 
 
+def api_port(inst: Instance) -> int | None:
+    """The port vLLM's HTTP API server binds, None for an engine without one: `vllm_port: null` (a headless
+    worker), or a Dynamo worker: `python -m dynamo.vllm` builds the engine alone (ai-dynamo/dynamo
+    components/src/dynamo/vllm/main.py; args.py parse_args has only AsyncEngineArgs.add_cli_args, no --port), the
+    HTTP ingress being the separate `python -m dynamo.frontend`, so a Dynamo worker's vllm_port binds nothing."""
+    return None if inst.launcher == "dynamo" else inst.port
+
+
+def dynamo_system_port(inst: Instance) -> int | None:
+    """The port of a Dynamo worker's system status server (/health, /metrics), None when it binds none.
+
+    ai-dynamo/dynamo lib/runtime/src/config.rs RuntimeConfig: system_port from DYN_SYSTEM_PORT, default -1;
+    system_server_enabled() is `system_port >= 0`, and 0 binds a random free port (never a fixed collision), so
+    only a positive DYN_SYSTEM_PORT is a listener pdlint can place (on DYN_SYSTEM_HOST, default 0.0.0.0)."""
+    if inst.launcher != "dynamo":
+        return None
+    port = connectors.env_int(inst, "DYN_SYSTEM_PORT", -1)
+    return port if port is not None and port > 0 else None
+
+
 def binds(inst: Instance) -> Iterator[Bind]:
     """Every TCP port the instance listens on (one entry per listener, repeats kept)."""
     if inst.node_rank != 0:
         return  # the API server and the engine-core listeners live on the engine's first node
-    if inst.port is not None:  # None: vllm_port: null, an engine without an API server
-        yield Bind(inst.port, "API port", "port")
+    port = api_port(inst)
+    if port is not None:
+        yield Bind(port, "API port", "port")
+    system = dynamo_system_port(inst)
+    if system is not None:
+        yield Bind(system, "Dynamo system status server", "env.DYN_SYSTEM_PORT", "dynamo")
     for view in composite.views(inst):  # a composite binds the ports of every child
         yield from _connector(view)
 
@@ -92,7 +116,7 @@ def _mooncake(inst: Instance) -> Iterator[Bind]:
         yield Bind(port, "Mooncake bootstrap server", "env.VLLM_MOONCAKE_BOOTSTRAP_PORT", "mooncake")
 
 
-_NAMES = {"nixl": "NIXL", "moriio": "MoRIIO", "mooncake": "Mooncake", "p2p-nccl": "P2pNccl"}
+_NAMES = {"dynamo": "Dynamo", "nixl": "NIXL", "moriio": "MoRIIO", "mooncake": "Mooncake", "p2p-nccl": "P2pNccl"}
 
 
 def setting(field: str) -> str:

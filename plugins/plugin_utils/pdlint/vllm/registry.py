@@ -282,6 +282,9 @@ def supports_hma(name: str | None, release: Release = NEWEST) -> bool:
 
 
 def env_int(inst: Instance, name: str, default: int) -> int | None:
+    """name's value as envs.py reads it, default when unset; None when unreadable or unrendered (never guessed)."""
+    if not inst.knows(f"env.{name}"):
+        return None
     value = inst.env.get(name)
     if value is None:
         return default

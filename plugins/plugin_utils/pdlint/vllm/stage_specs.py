@@ -61,7 +61,8 @@ def failure(inst: Instance) -> tuple[str, str] | None:
     """(message, vLLM source) when the engine's PP stages get unequal KV cache group specs; None: they do not,
     or pdlint cannot tell."""
     release = registry_release(inst)
-    if not inst.knows("pipeline_parallel_size", "env") or not isinstance(inst.pp, int) or inst.pp <= 1 \
+    if not inst.knows("pipeline_parallel_size", "env.VLLM_PP_LAYER_PARTITION") or not isinstance(inst.pp, int) \
+            or inst.pp <= 1 \
             or PER_WORKER.at(release) == "global":
         return None
     if not hma.known(inst) or hma.enabled(inst):  # HMA on (no connector, 0.9.1+): grouped otherwise, not modelled
