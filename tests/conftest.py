@@ -75,3 +75,11 @@ def _no_ansible_cfg(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Te
 
 
 sys.path.insert(0, str(ROOT / "tests"))
+
+
+@pytest.fixture(scope="session")
+def collections(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The collection built and installed once per run: the folder for ANSIBLE_COLLECTIONS_PATH."""
+    from ansible_collection import install
+
+    return install(tmp_path_factory.mktemp("galaxy"))

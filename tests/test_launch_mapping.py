@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ansible_collection import play
 from conftest import write_tree
 from pytest_lsp import LanguageClient
-from test_collection_play import collections, play  # noqa: F401 - the fixture, built once per module
 from test_lsp_server import client, hover_text, open_doc, published  # noqa: F401 - client: the server fixture
 from test_rules_cli import run
 
@@ -228,8 +228,7 @@ def test_no_mapping_imports_no_ansible() -> None:
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 
-def test_the_play_applies_the_same_mapping(collections: Path,  # noqa: F811 - the imported fixture
-                                           tmp_path: Path, monkeypatch, capsys) -> None:
+def test_the_play_applies_the_same_mapping(collections: Path, tmp_path: Path, monkeypatch, capsys) -> None:
     _, cli = findings(tmp_path / "inv", ROLE, monkeypatch, capsys)
     playbook = """\
 - hosts: localhost

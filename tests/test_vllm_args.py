@@ -50,7 +50,7 @@ def test_every_written_option_is_in_the_table(release):
 
 @pytest.mark.parametrize("release", KNOWN, ids=str)
 def test_the_engine_marker_is_what_arg_utils_writes(release):
-    """Issue 33 item 4: an argument is marked engine exactly when vllm/engine/arg_utils.py (EngineArgs /
+    """an argument is marked engine exactly when vllm/engine/arg_utils.py (EngineArgs /
     AsyncEngineArgs.add_cli_args, what Dynamo's worker parses) writes one of its option strings; read independently
     of the generator, by the same pattern as above."""
     written = set()

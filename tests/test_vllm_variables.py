@@ -1,4 +1,4 @@
-"""A `vllm_<name>` variable takes exactly what the command line's flag takes, per release (issue 33, item 5):
+"""A `vllm_<name>` variable takes exactly what the command line's flag takes, per release:
 vllm/variables.py against pdlint's own command-line parser and against each release's lifted parser."""
 from __future__ import annotations
 

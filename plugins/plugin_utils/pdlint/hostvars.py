@@ -19,7 +19,7 @@ class Unresolved:
     """A value that could not be rendered statically (template, vault): never guessed."""
 
     reason: str
-    # a finding says why already (a value vLLM refuses in vllm_args, issue 33 item 6): skipped without the
+    # a finding says why already (a value vLLM refuses in vllm_args): skipped without the
     # `unresolved` warning
     reported: bool = False
 
