@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import vllm_source
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import model_table  # the generator lives in tools/
 

@@ -22,6 +22,8 @@ from pdlint.vllm import cmdline
 from pdlint.vllm.args import Argument, arguments
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 ROOTS = vllm_source.roots(KNOWN)
 LINES = 300
 API_LINES = 80

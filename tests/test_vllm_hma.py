@@ -26,6 +26,8 @@ from pdlint.vllm.releases import KNOWN, R, Release
 from test_vllm_registry import hma_classes as _hma_classes
 from test_vllm_registry import vllm_config_file
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in KNOWN if r >= R("0.9.1")]  # the first with disable_hybrid_kv_cache_manager
 ROOTS = vllm_source.roots(RELEASES)
 hma_classes = functools.cache(_hma_classes)

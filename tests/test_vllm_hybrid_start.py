@@ -28,6 +28,8 @@ from pdlint.hostvars import HostVars
 from pdlint.vllm import registry
 from pdlint.vllm.releases import R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in th.RELEASES if registry.registered("NixlConnector", r)]
 ROOTS = th.ROOTS
 KV = vllm_source.KV

@@ -20,6 +20,8 @@ from pdlint.contract import KV_TRANSFER_CONFIG
 from pdlint.vllm import kvconfig
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 pydantic = pytest.importorskip("pydantic", reason="pip install -e '.[test]' brings pydantic")
 ROOTS = roots(KNOWN)
 VALUES: tuple[Any, ...] = (

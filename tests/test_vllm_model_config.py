@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import vllm_source
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import model_table  # fetches the wheel as the table's generator does
 

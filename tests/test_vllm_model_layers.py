@@ -24,6 +24,8 @@ from pdlint.topology.types import ModelFacts
 from pdlint.vllm import model_layers
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 ROOTS = vllm_source.roots(KNOWN)
 _MODEL_FILES = ("vllm/config/model.py", "vllm/config/__init__.py", "vllm/config.py")
 _TRAITS = ("IsHybrid", "IsAttentionFree", "HasNoOps")

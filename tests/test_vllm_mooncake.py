@@ -21,6 +21,8 @@ from pdlint.topology.build import build
 from pdlint.vllm import mooncake, p2p, ports
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 KV = vllm_source.KV
 MOONCAKE = [r for r in KNOWN if r >= R("0.13.0")]
 P2P = [r for r in KNOWN if p2p.registered(r)]

@@ -23,6 +23,8 @@ from pdlint.engine import core as engine
 from pdlint.hostvars import HostVars
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in KNOWN if r >= R("0.13.0")]
 ROOTS = vllm_source.roots(RELEASES)
 LAYERS = 8

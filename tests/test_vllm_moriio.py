@@ -29,6 +29,8 @@ from pdlint.vllm.releases import KNOWN, R, Release
 
 import vllm_source
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 FIRST = R("0.14.0")  # factory.py registers MoRIIOConnector from here on
 RELEASES = [r for r in KNOWN if r >= FIRST]
 ROOTS = vllm_source.roots(KNOWN)  # fetched when a test first reads it

@@ -22,6 +22,8 @@ from pdlint.hostvars import HostVars
 from pdlint.vllm import registry
 from pdlint.vllm.releases import KNOWN, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in KNOWN if registry.registered("MoRIIOConnector", r)]
 ROOTS = vllm_source.roots(RELEASES)
 DIR = f"{vllm_source.KV}/v1/moriio"

@@ -30,6 +30,8 @@ from pdlint.vllm.releases import KNOWN, R, Release
 
 import vllm_source
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in KNOWN if r >= R("0.9.0")]  # 0.8.5 has no NIXL
 ROOTS = vllm_source.roots(RELEASES)  # fetched when a test first reads it
 KV = vllm_source.KV

@@ -28,6 +28,8 @@ from pdlint.topology.build import build
 from pdlint.vllm import nixl_channel
 from pdlint.vllm.releases import KNOWN, R, Release, resolve
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in KNOWN if r >= R("0.9.0")]
 ROOTS = vllm_source.roots(RELEASES)
 KV = vllm_source.KV

@@ -24,6 +24,8 @@ from pdlint.vllm import pair as vpair
 from pdlint.vllm.registry import registered
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in KNOWN if r >= R("0.9.0")]  # 0.8.5 has no NIXL
 ROOTS = vllm_source.roots(RELEASES)
 NIXL_DIR = f"{vllm_source.KV}/v1/nixl"

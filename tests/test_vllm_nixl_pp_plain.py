@@ -36,6 +36,8 @@ from pdlint.vllm import model_layers, pp_stages, registry
 from pdlint.vllm import pair as vpair
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in KNOWN if registry.registered("NixlConnector", r)]
 ROOTS = vllm_source.roots(RELEASES)
 KV = vllm_source.KV

@@ -24,6 +24,8 @@ from vllm_source import lift, roots
 from pdlint.vllm import parallel_config as pc
 from pdlint.vllm.releases import KNOWN, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 ROOTS = roots(KNOWN)
 SHAPE = {"data_parallel_size", "data_parallel_size_local", "data_parallel_rank", "nnodes", "node_rank",
          "tensor_parallel_size", "pipeline_parallel_size", "prefill_context_parallel_size", "world_size"}

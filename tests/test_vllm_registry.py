@@ -19,6 +19,8 @@ from pdlint.rules import REGISTRY
 from pdlint.vllm import kvconfig, registry
 from pdlint.vllm.releases import KNOWN, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 ROOTS = vllm_source.roots(KNOWN)  # fetched when a test first reads it
 KV = vllm_source.KV
 

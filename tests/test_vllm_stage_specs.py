@@ -32,6 +32,8 @@ from pdlint.topology.types import Instance
 from pdlint.vllm import hma, model_layers, registry, stage_specs
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in KNOWN if r <= R("0.12.0")]
 ROOTS = vllm_source.roots(RELEASES)
 UTILS = "vllm/v1/core/kv_cache_utils.py"

@@ -12,6 +12,8 @@ from pdlint.vllm import cmdline, variables
 from pdlint.vllm.args import Argument, arguments
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 ROOTS = vllm_source.roots(KNOWN)
 # what people write, right and wrong: human-readable sizes in every spelling, auto, numbers, JSON, words
 TEXTS = ("32768", "32k", "32K", "32Ki", "1.5G", "1.5g", "2.5Gi", "1t", "1T", "auto", "AUTO", "-1", "0", "+4",
