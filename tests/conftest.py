@@ -75,3 +75,21 @@ def _no_ansible_cfg(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Te
 
 
 sys.path.insert(0, str(ROOT / "tests"))
+
+
+@pytest.fixture(scope="session")
+def collections(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The collection built and installed once per run: the folder for ANSIBLE_COLLECTIONS_PATH."""
+    from ansible_collection import install
+
+    return install(tmp_path_factory.mktemp("galaxy"))
+
+
+SLOW_TIERS = ("editors", "browser", "sanity", "releases")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each slow tier is `slow` too (pyproject.toml [tool.pytest.ini_options] markers)."""
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in SLOW_TIERS):
+            item.add_marker(pytest.mark.slow)

@@ -350,4 +350,4 @@ def test_the_rule_ids_listed_for_the_config_are_the_registered_rules() -> None:
     from pdlint.rule_ids import IDS
     from pdlint.rules import REGISTRY
 
-    assert IDS == set(REGISTRY)
+    assert set(REGISTRY) == IDS

@@ -1,4 +1,4 @@
-"""Cached runs on a fleet whose hosts share profiles say what uncached runs say (issue 26).
+"""Cached runs on a fleet whose hosts share profiles say what uncached runs say.
 
 Most hosts of such a fleet have no values of their own: the hosts of one role in one deployment resolve to one
 variable set (group_vars per deployment and per role, the role files one text in every deployment, which the

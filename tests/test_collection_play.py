@@ -8,33 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from ansible_collection import BIN, CHECK_TO_JSON, VALIDATE, play
 from conftest import ROOT
-
-BIN = Path(sys.executable).parent
-
-
-@pytest.fixture(scope="module")
-def collections(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("galaxy")
-    galaxy = str(BIN / "ansible-galaxy")
-    subprocess.run([galaxy, "collection", "build", str(ROOT), "--output-path", str(out)], check=True,
-                   capture_output=True)
-    [tarball] = out.glob("*.tar.gz")
-    subprocess.run([galaxy, "collection", "install", str(tarball), "-p", str(out / "c")], check=True,
-                   capture_output=True)
-    return out / "c"
-
-
-def play(collections: Path, playbook: str, inventory: str, tmp: Path,
-         **extra_env: str) -> subprocess.CompletedProcess[str]:
-    (tmp / "play.yml").write_text(playbook)
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_STDOUT_CALLBACK": "default", "ANSIBLE_LOCALHOST_WARNING": "0", **extra_env}
-    return subprocess.run([str(BIN / "ansible-playbook"), "-i", inventory, str(tmp / "play.yml")],
-                          env=env, capture_output=True, text=True, check=False, cwd=tmp)
-
-
-VALIDATE = "- hosts: all\n  gather_facts: false\n  roles: [pdlint.topology.validate]\n"
 
 
 def test_role_fails_on_seed_mistake(collections: Path, tmp_path: Path) -> None:
@@ -100,15 +75,7 @@ def test_role_finds_the_seed_mistake_inside_a_command_line(collections: Path, tm
                                        "tests/hostile/cases/duplicate-keys/hosts.yml",
                                        "tests/hostile/cases/invalid-group-name/hosts.yml", "tests/fixtures/newcomer"])
 def test_cli_and_play_agree(collections: Path, tmp_path: Path, inventory: str) -> None:
-    playbook = """\
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - pdlint.topology.check: {hosts: "{{ groups['all'] }}", fail_on: warning}
-      register: r
-      ignore_errors: true
-    - ansible.builtin.copy: {content: "{{ r.findings | to_json }}", dest: "{{ playbook_dir }}/play.json"}
+    playbook = CHECK_TO_JSON + """\
     - ansible.builtin.copy:
         content: "{{ hostvars | pdlint.topology.findings(groups['all']) | to_json }}"
         dest: "{{ playbook_dir }}/filter.json"

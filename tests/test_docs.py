@@ -6,7 +6,7 @@ from conftest import ROOT, rules_of
 
 from pdlint.rules import CHECKS, REGISTRY
 
-DESIGN_IDS = {
+CATALOG_IDS = {
     "schema", "load-error", "unresolved", "model-facts", "deployment[incomplete]", "deployment[connector]",
     "connector[unknown]", "connector[config]", "kv-role[missing]", "kv-role[invalid]", "kv-role[side]",
     "kv-role[moriio-explicit]", "tp[heads]", "tp[kv-heads]", "tp-ratio[moriio]", "tp-ratio[moriio-write]",
@@ -15,30 +15,31 @@ DESIGN_IDS = {
     "pd-mismatch[vllm-version]", "pd-mismatch[hma]", "pd-mismatch[block-size]", "engine-id[duplicate]",
     "port[collision]", "port[http-mismatch]", "nixl[side-channel-host]", "gpu[oversubscribed]", "gpu[overlap]",
     "gpu[count]", "env[ignored]",
-    "skip[unused]", "skip[unknown]",  # issue 7: pdlint_skip entries that suppress nothing / name no rule
+    "skip[unused]", "skip[unknown]",  # pdlint_skip entries that suppress nothing / name no rule
 }
-# Not in DESIGN.md's catalog: found by the loader's hostile-input checks (issue 6).
+# Found by the loader's hostile-input checks.
 LOADER_IDS = {"yaml[key-duplicates]", "inventory[group-name]",
-              "inventory[unmatched-vars]", "deployment[role-conflict]"}  # issue 12: ignored vars files, two roles
-# Issue 11: a vllm_version pdlint has no rules of its own for.
+              "inventory[unmatched-vars]", "deployment[role-conflict]"}  # ignored vars files, two roles
+# A vllm_version pdlint has no rules of its own for.
 RELEASE_IDS = {"vllm-version[unknown]"}
-# Issue 23: an rc or dev build of a known release (info, item 17); env numbers vLLM cannot read (item 6).
+# An rc or dev build of a known release (info); env numbers vLLM cannot read.
 VALUE_IDS = {"vllm-version[pre-release]", "env[invalid]"}
-# Issue 17: an out-of-tree connector pdlint cannot see into (info).
+# An out-of-tree connector pdlint cannot see into (info).
 OUT_OF_TREE_IDS = {"connector[out-of-tree]"}
-# Issue 23: more GPUs listed than used (a warning), vLLM's DP / node checks, multi-node engine consistency.
+# More GPUs listed than used (a warning), vLLM's DP / node checks, multi-node engine consistency.
 SHAPE_IDS = {"gpu[unused]", "parallel[dp-local]", "parallel[dp-rank]", "parallel[nnodes]", "parallel[node-rank]",
              "multinode[nodes]", "multinode[shape]", "multinode[dp-ranks]"}
-# Issue 23 item 11: VLLM_KV_CACHE_LAYOUT set differently on the two sides.
+# VLLM_KV_CACHE_LAYOUT set differently on the two sides.
 LAYOUT_IDS = {"pd-mismatch[kv-cache-layout]"}
-# Issue 24 items 1 and 3: a command line in vllm_args that its release refuses, or that contradicts a variable.
+# A command line in vllm_args that its release refuses, or that contradicts a variable.
 LAUNCH_IDS = {"vllm-args[invalid]", "vllm-args[conflict]"}
-# Issue 33 item 8: a kv_connector_extra_config key the connector never reads (a warning).
+# A kv_connector_extra_config key the connector never reads (a warning).
 EXTRA_KEY_IDS = {"connector[extra-key]"}
 
 
 def test_registry_has_every_design_rule() -> None:
-    assert set(REGISTRY) == DESIGN_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS | LAYOUT_IDS | VALUE_IDS | LAUNCH_IDS | EXTRA_KEY_IDS | {"inventory[no-pd-hosts]"}
+    assert set(REGISTRY) == (CATALOG_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS | LAYOUT_IDS | VALUE_IDS
+                             | LAUNCH_IDS | EXTRA_KEY_IDS | {"inventory[no-pd-hosts]"})
 
 
 def test_check_functions_are_distinct() -> None:

@@ -18,6 +18,8 @@ import vllm_source
 from pdlint.vllm import ranks
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 SIZES = [1, 2, 3, 4, 6, 8, 12, 16]  # the grid of tests/test_vllm_nixl.py and tests/test_vllm_moriio.py
 KV_HEADS = [1, 2, 4, 8, 16]
 NIXL_RELEASES = [r for r in KNOWN if r >= R("0.9.1")]

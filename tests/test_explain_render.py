@@ -18,6 +18,8 @@ import pytest
 from conftest import ROOT
 from pdlint.cli import main
 
+pytestmark = pytest.mark.browser  # slow tier: headless Chromium
+
 INVENTORIES = ["examples/inventory", "examples/releases", "examples/ini/hosts.ini", "tests/fixtures/explain/multinode"]
 MERMAID = ROOT / "tests" / "mermaid"
 SCREENSHOT = ROOT / "docs" / "explain.png"

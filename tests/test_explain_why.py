@@ -1,4 +1,4 @@
-"""explain's per-pair why-block (HMA, model kind, PP/DP) against the rules' findings over a grid (issue 28, item 4).
+"""explain's per-pair why-block (HMA, model kind, PP/DP) against the rules' findings over a grid.
 
 One inventory holds a deployment per case: PP 1/2 per side x HMA unset/off/on x a full-attention, a sliding-window
 and a Mamba/SSM-hybrid model x NIXL pull/push, Mooncake, MoRIIO read/write x two releases. Each verdict explain

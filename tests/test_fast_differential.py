@@ -188,7 +188,7 @@ CASES: dict[str, dict[str, str]] = {
         "group_vars/dep1_decode/tune.yml": _TUNE,
         "host_vars/d4.yml": "vllm_node: n4\n",
     },
-    # Profiles (issue 26): hosts of one chain share one resolved set unless they have values of their own (inline
+    # Profiles: hosts of one chain share one resolved set unless they have values of their own (inline
     # or a host_vars file, one overriding the chain's template); hosts in two groups listed in either order.
     "shared-profiles": {
         "hosts.yml": """

@@ -171,7 +171,7 @@ def test_canary_can_fire(case: Path, public_tmp: Path) -> None:
 
 
 def test_larger_limit_admits_the_oversized_file(public_tmp: Path) -> None:
-    work, spec, prefix = prepared(CASES_DIR / "oversize", public_tmp)
+    work, spec, _prefix = prepared(CASES_DIR / "oversize", public_tmp)
     assert run(["--max-file-size", "16M", *spec["args"]], work).code == 0
     assert run(["--max-file-size", "16Q", *spec["args"]], work).code == 2
 

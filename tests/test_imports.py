@@ -1,5 +1,5 @@
 """A run pays only for what its inventory uses: the command-line parser, the cache, the whole schema document,
-ansible-core and jsonschema are left unimported by a run that needs none of them (issue 26: start-up is most of a
+ansible-core and jsonschema are left unimported by a run that needs none of them (start-up is most of a
 small inventory's run)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
-from generate import SHAPES, generate  # noqa: E402
+from generate import SHAPES, generate
 
 # imported only by a host with a command line, by a config with a `variables:` mapping or a `models:` table, by a run
 # with a cache, by a value the quick check cannot vouch for, by ansible-core's loader; hashlib (OpenSSL's library)

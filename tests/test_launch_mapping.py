@@ -1,4 +1,4 @@
-"""The config file's `variables:` mapping (issue 24 item 4): a role's own names give the contract form's findings,
+"""The config file's `variables:` mapping: a role's own names give the contract form's findings,
 pointing at the role's variable, in the CLI (both loaders), explain, the play and the language server."""
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ansible_collection import play
 from conftest import write_tree
-from lsprotocol import types as t
 from pytest_lsp import LanguageClient
-from test_collection_play import collections, play  # noqa: F401 - the fixture, built once per module
 from test_lsp_server import client, hover_text, open_doc, published  # noqa: F401 - client: the server fixture
 from test_rules_cli import run
 
@@ -136,7 +135,7 @@ def test_pyproject_variables_keep_their_lines(tmp_path, monkeypatch, capsys) -> 
     assert "tp-ratio[moriio]" in {f["rule"] for f in found}
     config = (tmp_path / "pyproject.toml").read_text().replace('"{{ tp | int }}"', '"{{ nope }}"')
     (tmp_path / "pyproject.toml").write_text(config)
-    code, out, _ = run(["hosts.yml", "--format", "json", "--no-cache"], capsys)
+    _code, out, _ = run(["hosts.yml", "--format", "json", "--no-cache"], capsys)
     [f] = [f for f in json.loads(out) if f["rule"] == "unresolved"]
     assert (f["file"], f["line"], f["column"]) == ("pyproject.toml", 7, 29)
 
@@ -152,7 +151,7 @@ def test_the_no_pd_hosts_lines_pasted_into_the_config_make_the_hosts_take_part(t
     (tmp_path / ".pdlint.yaml").write_text(lines + "\n")
     _, found = findings(tmp_path, files, monkeypatch, capsys)
     assert "inventory[no-pd-hosts]" not in {f["rule"] for f in found}
-    code, out, _ = run(["explain", "hosts.yml", "--format", "json"], capsys)
+    _code, out, _ = run(["explain", "hosts.yml", "--format", "json"], capsys)
     [dep] = json.loads(out)["deployments"]
     assert dep["name"] == "pd" and sorted(e["role"] for e in dep["engines"]) == ["decode", "prefill"]
 
@@ -229,8 +228,7 @@ def test_no_mapping_imports_no_ansible() -> None:
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 
-def test_the_play_applies_the_same_mapping(collections: Path,  # noqa: F811 - the imported fixture
-                                           tmp_path: Path, monkeypatch, capsys) -> None:
+def test_the_play_applies_the_same_mapping(collections: Path, tmp_path: Path, monkeypatch, capsys) -> None:
     _, cli = findings(tmp_path / "inv", ROLE, monkeypatch, capsys)
     playbook = """\
 - hosts: localhost

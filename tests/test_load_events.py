@@ -1,4 +1,4 @@
-"""The one-pass scan of a vars file (load/events.py) against what it replaces: guard.scan_yaml for the scan, and
+"""The one-pass scan of a vars file (load/fast/vars_events.py) against what it replaces: guard.scan_yaml for the scan, and
 composing the file + fast_values (keyed_items, from_node, check_tags) for the variables.
 
 Whenever the pass builds variables they are those, value for value (types included) and origin for origin (in

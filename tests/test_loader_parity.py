@@ -1,4 +1,4 @@
-"""Loader parity (issue 13): the fast loader gives ansible-core's answer, or hands the load to it.
+"""Loader parity: the fast loader gives ansible-core's answer, or hands the load to it.
 
 Generated inventories exercise each kind of input the fast loader once got
 wrong: ansible.cfg settings that change an inventory, ansible_group_priority of

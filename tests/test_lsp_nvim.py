@@ -11,6 +11,8 @@ from pathlib import Path
 import conftest
 import pytest
 
+pytestmark = pytest.mark.editors  # slow tier: real Neovim, Emacs and code-server
+
 ROOT = Path(__file__).resolve().parents[1]
 PDLINT = str(Path(sys.executable).parent / "pdlint")
 

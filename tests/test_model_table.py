@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 import vllm_source
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import model_table  # noqa: E402 - the generator lives in tools/
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
-from pdlint import cli  # noqa: E402
-from pdlint.topology import facts  # noqa: E402
-from pdlint.vllm import model_layers  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import model_table  # the generator lives in tools/
+
+from pdlint import cli
+from pdlint.topology import facts
+from pdlint.vllm import model_layers
 
 
 def _committed() -> dict:

@@ -126,8 +126,8 @@ def run_synopsis(block: Block, tmp: Path) -> None:
     help_text = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     for option in re.findall(r"--[a-z-]+", block.text):  # --no-strict pairs with --strict; --no-cache is alone
         assert option in help_text or "--" + option.removeprefix("--no-") in help_text, option
-    for sub in [] if sub else re.findall(r"^pdlint (\w+)", block.text, re.M):  # a subcommand's: its options
-        assert subprocess.run([str(BIN / "pdlint"), sub], capture_output=True, check=False).returncode == 0, sub
+    for name in [] if sub else re.findall(r"^pdlint (\w+)", block.text, re.M):  # a subcommand's: its options
+        assert subprocess.run([str(BIN / "pdlint"), name], capture_output=True, check=False).returncode == 0, name
 
 
 def run_shell(block: Block, tmp: Path) -> None:

@@ -84,7 +84,7 @@ CASES = [
     ("connector[config]", True, dep({"kv_connector": "MultiConnector", "kv_role": "kv_both"}, NIXL_CHILD)),
     ("connector[config]", True, dep(pd(NIXL_CHILD, DYNAMO_CHILD), NIXL_CHILD,
                                     pv={"disable_hybrid_kv_cache_manager": True})),
-    # Issue 23 item 7: items vLLM cannot build a child from (null, not a mapping, extra config not a mapping).
+    # Items vLLM cannot build a child from (null, not a mapping, extra config not a mapping).
     ("connector[config]", True, dep(multi(None, NIXL_CHILD), NIXL_CHILD, pv={"disable_hybrid_kv_cache_manager": True},
                                     dv={"disable_hybrid_kv_cache_manager": True})),
     ("connector[config]", True, dep(multi("NixlConnector", NIXL_CHILD), NIXL_CHILD,

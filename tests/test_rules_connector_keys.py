@@ -1,5 +1,5 @@
 """connector[extra-key]: a kv_connector_extra_config key the connector never reads in the pinned release is a
-warning, never an error (issue 33, item 8)."""
+warning, never an error."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,5 @@
 """Rules decide once per engine body and once per pair of bodies, and their findings are what a walk of every
-instance and every prefill x decode pair gives (issue 26): wide deployments cost P + D, not P x D."""
+instance and every prefill x decode pair gives: wide deployments cost P + D, not P x D."""
 from __future__ import annotations
 
 from typing import Any

@@ -74,7 +74,7 @@ def test_every_hinted_tp_passes_the_tp_rules(version: str, connector: str, p: in
             assert not left, (finding, size, left)
 
 
-# Issue 23 items 18 and 19: a hint's sizes pass every check once applied, including the node's other engines
+# A hint's sizes pass every check once applied, including the node's other engines
 # (gpu[oversubscribed]) and the other side's own TP when that is invalid too (both sides changed together).
 _ALL_TP = ("tp-ratio[", "kv-heads[", "tp[heads]", "tp[kv-heads]", "gpu[", "parallel[")
 _MODELS = {"llama": (32, 8, False), "qwen": (28, 4, False), "mla": (128, 128, True), "gqa2": (64, 2, False)}

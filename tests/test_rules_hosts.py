@@ -97,7 +97,7 @@ CASES = [
     ("env[ignored]", True, pair("MoRIIOConnector", extra=MORIIO_READ,
                                 d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
     ("env[ignored]", False, pair("NixlConnector", d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
-    # issue 23 item 6: an env number envs.py int()s and cannot read, or a port vLLM cannot bind
+    # An env number envs.py int()s and cannot read, or a port vLLM cannot bind
     ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": "5600-5607"}})),
     ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5600.0}})),
     ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 70000}})),
@@ -234,7 +234,7 @@ def test_self_collision_hint_names_the_colliding_connector(hosts: str, connector
 
 
 def test_null_list_items_are_reported_at_their_own_line(lint) -> None:
-    """Issue 23 item 22: a null (or boolean) item of vllm_instances / pdlint_skip, at its own line:col, both loaders
+    """A null (or boolean) item of vllm_instances / pdlint_skip, at its own line:col, both loaders
     (the lint fixture holds the fast loader's origins equal to ansible-core's)."""
     found = lint("""\
         all:
@@ -260,7 +260,7 @@ def test_null_list_items_are_reported_at_their_own_line(lint) -> None:
 
 @pytest.mark.parametrize("loader", ["fast", "ansible"])
 def test_ini_vars_booleans_say_ini_values_are_strings(tmp_path, monkeypatch, capsys, loader: str) -> None:
-    """Issue 23 item 24: an INI [group:vars] value is a string to Ansible; a boolean or null spelled there is
+    """An INI [group:vars] value is a string to Ansible; a boolean or null spelled there is
     reported as such, with how to write the real one (a host-line Python literal is one: no finding)."""
     from pdlint.cli import main
 

@@ -1,4 +1,4 @@
-"""Rule tables: hybrid models (sliding window, Mamba/SSM) against the hybrid KV cache manager, per release (issue 28)."""
+"""Rule tables: hybrid models (sliding window, Mamba/SSM) against the hybrid KV cache manager, per release."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
 """The launch stage: a command line kept in `vllm_args` is read as the host's release reads it, and its arguments
-stand for the contract's variables, each at the flag's own line and column (issue 24, items 1 and 3)."""
+stand for the contract's variables, each at the flag's own line and column."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -115,7 +115,7 @@ all:
           args: ["--port", "8100", "-tp", "4", "--kv-transfer-config", '%s']
         - pd_role: decode
           args: ["--port", "8200", "--tensor-parallel-size", "6", "--kv-transfer-config", '%s']
-""" % (MORIIO.replace("8000", "8100") % "kv_producer", MORIIO.replace("8000", "8200") % "kv_consumer")
+""" % (MORIIO.replace("8000", "8100") % "kv_producer", MORIIO.replace("8000", "8200") % "kv_consumer")  # noqa: UP031 - YAML braces
     result = _lint(tmp_path, text)
     ratio = [f for f in result.findings if f.rule == "tp-ratio[moriio]"]
     assert len(ratio) == 1, result.findings

@@ -1,4 +1,4 @@
-"""Dynamo workers (`python -m dynamo.vllm`) as Dynamo runs them (issue 33, items 3, 4 and 14): no vLLM HTTP API
+"""Dynamo workers (`python -m dynamo.vllm`) as Dynamo runs them: no vLLM HTTP API
 (the ingress is `python -m dynamo.frontend`), an engine-only vLLM parser, and launchers pdlint does not model."""
 from __future__ import annotations
 

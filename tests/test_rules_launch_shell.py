@@ -1,4 +1,4 @@
-"""Command lines copied from vLLM's and Dynamo's docs, read as a shell runs them (issue 33, items 13 and 14):
+"""Command lines copied from vLLM's and Dynamo's docs, read as a shell runs them:
 `NAME=value` prefixes are the engine's environment, operators end the argv, a line that is not one vLLM
 command says so once, and a launcher pdlint does not model is one warning naming it."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A command line with one bad value, or a --config FILE on the GPU host, is still read (issue 33, items 6 and 7):
+"""A command line with one bad value, or a --config FILE on the GPU host, is still read:
 the refused flag is its own finding and unset, every other flag is read and checked, and no rule runs on what the
 line does not say."""
 from __future__ import annotations

@@ -197,7 +197,7 @@ def test_a_host_named_after_a_built_in_group_is_one_load_error(tmp_path, capsys,
 def test_an_inventory_that_looks_pd_but_has_no_pd_host_says_so(tmp_path, capsys, files: dict[str, str],
                                                                  fires: bool) -> None:
     """No host sets vllm_pd_role, yet groups are named prefill/decode or a value names a KV connector:
-    inventory[no-pd-hosts] says what it saw instead of a silent pass (issue 24 item 6)."""
+    inventory[no-pd-hosts] says what it saw instead of a silent pass."""
     from pdlint import cli
 
     for name, text in files.items():

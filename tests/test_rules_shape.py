@@ -1,4 +1,4 @@
-"""Issue 23: an engine's own shape: the GPUs it lists, vLLM's DP / node checks, one engine over several hosts."""
+"""an engine's own shape: the GPUs it lists, vLLM's DP / node checks, one engine over several hosts."""
 from __future__ import annotations
 
 from typing import Any

@@ -27,6 +27,8 @@ from ansible_test._internal.python_requirements import get_venv_packages
 from ansible_test._util.target.common.constants import CONTROLLER_PYTHON_VERSIONS
 from conftest import ROOT
 
+pytestmark = pytest.mark.sanity  # slow tier: ansible-test sanity on three Pythons
+
 BIN = Path(sys.executable).parent
 CI = os.environ.get("CI", "").lower() in ("true", "1")
 RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -1,4 +1,4 @@
-"""Work done once per distinct engine (issue 26): identical engines share one memo, identical vars files are
+"""Work done once per distinct engine: identical engines share one memo, identical vars files are
 scanned once, and neither changes a finding, an origin or a host list."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pdlint.topology import build as build_module
 from pdlint.topology.build import build
 
 sys.path.insert(0, str(ROOT / "bench"))
-from generate import SHAPES, generate  # noqa: E402
+from generate import SHAPES, generate
 
 PKG = ROOT / "plugins" / "plugin_utils" / "pdlint"
 
@@ -136,7 +136,7 @@ def test_identical_vars_files_are_scanned_once_each_with_its_own_origins(tmp_pat
 
 
 def test_hosts_of_one_profile_share_one_resolved_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hosts of one group chain without variables of their own get one resolved set (issue 26 item 1); a host
+    """Hosts of one group chain without variables of their own get one resolved set; a host
     with its own values, and a chain whose template reads inventory_hostname, are resolved per host; a whole
     check writes nothing into the shared set."""
     write_tree(tmp_path, {

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from ansible.parsing.vault import VaultLib, VaultSecret
+from ansible_collection import CHECK_TO_JSON, VALIDATE, play
 from conftest import write_tree
 from pdlint.cli import main
-from test_collection_play import VALIDATE, collections, play  # noqa: F401 - collections: the module's fixture
 
 PASSWORD = "unrendered test"
 HOSTS = """\
@@ -175,17 +175,7 @@ def test_a_switch_the_rules_read_is_not_taken_as_unset(version: str, kv: str, na
 
 
 def _play_rows(collections: Path, tmp: Path, inventory: Path, **env: str) -> set[Row]:
-    playbook = """\
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - pdlint.topology.check: {hosts: "{{ groups['all'] }}", fail_on: warning}
-      register: r
-      ignore_errors: true
-    - ansible.builtin.copy: {content: "{{ r.findings | to_json }}", dest: "{{ playbook_dir }}/play.json"}
-"""
-    proc = play(collections, playbook, str(inventory), tmp, **env)
+    proc = play(collections, CHECK_TO_JSON, str(inventory), tmp, **env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return _rows(json.loads((tmp / "play.json").read_text()), f"{inventory.name}/")
 
@@ -202,7 +192,7 @@ def _vault_files(tmp: Path) -> Path:
                                     f"  kv_port: {_vaulted('14579', 2)}"})
 
 
-def test_the_play_and_the_cli_give_the_same_findings(collections: Path, tmp_path: Path,  # noqa: F811
+def test_the_play_and_the_cli_give_the_same_findings(collections: Path, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     inventory = write_tree(tmp_path / "inv", FILES)
@@ -223,7 +213,7 @@ def test_the_play_and_the_cli_give_the_same_findings(collections: Path, tmp_path
                       ANSIBLE_VAULT_PASSWORD_FILE=str(tmp_path / "v" / "pass.txt")) == with_password
 
 
-def test_the_validate_role_keeps_each_place_and_guesses_no_host(collections: Path,  # noqa: F811
+def test_the_validate_role_keeps_each_place_and_guesses_no_host(collections: Path,
                                                                 tmp_path: Path) -> None:
     inventory = write_tree(tmp_path / "inv", {**FILES, "group_vars/decode.yml": "vllm_pd_role: decode\n"
                                               "vllm_tensor_parallel_size: \"{{ decode_tp }}\"\n"})

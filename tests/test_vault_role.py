@@ -107,6 +107,7 @@ def test_an_inline_vaulted_role_is_named_and_the_rest_masked(tmp_path: Path, mon
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(_inline_prefill(tmp_path))
     code, out = _lint(capsys, "--vault-password-file", "pass.txt", "-f", "json")
+    assert code == 1, out
     found = {(f["rule"], f["line"], f["column"], f["message"], f["deployment"]) for f in json.loads(out)}
     assert ("tp-ratio[nixl]", 51, 85, "prefill TP <vaulted> is not a multiple of decode TP 2: NIXL in vLLM 0.33.0 "
             "pairs ranks by whole ratios", "chat") in found, found

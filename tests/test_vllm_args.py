@@ -12,8 +12,10 @@ from pdlint.vllm.releases import KNOWN, R
 
 import vllm_source
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import vllm_args  # noqa: E402 - the generator lives in tools/
+import vllm_args  # the generator lives in tools/
 
 ROOTS = vllm_source.roots(KNOWN)
 # An independent reading: every option string written as the first arguments of an add_argument call.
@@ -50,7 +52,7 @@ def test_every_written_option_is_in_the_table(release):
 
 @pytest.mark.parametrize("release", KNOWN, ids=str)
 def test_the_engine_marker_is_what_arg_utils_writes(release):
-    """Issue 33 item 4: an argument is marked engine exactly when vllm/engine/arg_utils.py (EngineArgs /
+    """an argument is marked engine exactly when vllm/engine/arg_utils.py (EngineArgs /
     AsyncEngineArgs.add_cli_args, what Dynamo's worker parses) writes one of its option strings; read independently
     of the generator, by the same pattern as above."""
     written = set()
@@ -64,7 +66,7 @@ def test_the_engine_marker_is_what_arg_utils_writes(release):
 
 
 def test_flags_pd_rules_read():
-    """Spot checks against vllm-args.md: aliases and switches as the releases define them."""
+    """Spot checks of the generated table (vllm/data/args.json, tools/vllm_args.py): aliases and switches by release."""
     tp = args.arguments(R("0.8.5"))["tensor_parallel_size"]
     assert (tp.kind, tp.aliases) == ("int", ("-tp",))
     assert "data_parallel_rank" not in args.arguments(R("0.9.1"))

@@ -22,6 +22,8 @@ from pdlint.vllm import cmdline
 from pdlint.vllm.args import Argument, arguments
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 ROOTS = vllm_source.roots(KNOWN)
 LINES = 300
 API_LINES = 80
@@ -225,7 +227,7 @@ def test_api_server_parser_is_the_release_s(release, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("release", KNOWN, ids=str)
 def test_dynamo_s_engine_only_parser_is_the_release_s(release, tmp_path, monkeypatch):
-    """Issue 33 item 4: `python -m dynamo.vllm` hands its leftover words to a FlexibleArgumentParser holding
+    """`python -m dynamo.vllm` hands its leftover words to a FlexibleArgumentParser holding
     AsyncEngineArgs.add_cli_args alone: API-server flags (--port, --host, --api-key) are unrecognized there, and
     named as such (kind invalid, not a flag pdlint lacks)."""
     monkeypatch.chdir(tmp_path)
@@ -302,7 +304,7 @@ def _with_good_values(got: cmdline.Parsed, argv: list[str], table: dict[str, Arg
 
 @pytest.mark.parametrize("release", KNOWN, ids=str)
 def test_a_refused_value_leaves_the_rest_of_the_line_read(release, tmp_path, monkeypatch):
-    """Issue 33 item 6: a line with bad values reads, for every other argument, what the release's own parser reads
+    """a line with bad values reads, for every other argument, what the release's own parser reads
     of the same line with good values in their place; the refused ones are unset and named in Parsed.refused."""
     monkeypatch.chdir(tmp_path)
     parser = vllm_flexparser.build(_lifted(release), release)

@@ -20,6 +20,8 @@ from pdlint.vllm.releases import R
 
 import vllm_source
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 
 RELEASE = R("0.32.0")
 ROOT = vllm_source.roots([RELEASE])[RELEASE]

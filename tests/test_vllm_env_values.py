@@ -12,6 +12,8 @@ from vllm_source import roots
 from pdlint.vllm import env_values
 from pdlint.vllm.releases import KNOWN, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 ROOTS = roots(KNOWN)
 VALUES = ("5600", " 5600 ", "+5600", "5_600", "05600", "-1", "0", "70000", "5600-5607", "5600.0", "", "abc",
           "0x1600", "5600 5601", "true", "1", "٥٦٠٠")

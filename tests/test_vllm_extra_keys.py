@@ -1,5 +1,5 @@
 """The kv_connector_extra_config keys each connector reads (vllm/data/extra_keys.json) are what each release's own
-kv_connector/v1/ source reads (issue 33, item 8)."""
+kv_connector/v1/ source reads."""
 from __future__ import annotations
 
 import sys
@@ -10,8 +10,10 @@ import vllm_source
 from pdlint.vllm import extra_read
 from pdlint.vllm.releases import KNOWN, R
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import vllm_extra_keys  # noqa: E402 - the generator lives in tools/
+import vllm_extra_keys  # the generator lives in tools/
 
 ROOTS = vllm_source.roots(KNOWN)
 

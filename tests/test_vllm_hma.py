@@ -1,4 +1,4 @@
-"""vllm/hma.py against each release's own code: how HMA resolves, and which models start with it off (issue 28).
+"""vllm/hma.py against each release's own code: how HMA resolves, and which models start with it off.
 
 For every release with the disable_hybrid_kv_cache_manager option (0.9.1+) the statements of
 VllmConfig.__post_init__ that set it are lifted and run on a stand-in config (GPU platform, no chunked local
@@ -25,6 +25,8 @@ from pdlint.vllm import hma, registry
 from pdlint.vllm.releases import KNOWN, R, Release
 from test_vllm_registry import hma_classes as _hma_classes
 from test_vllm_registry import vllm_config_file
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 RELEASES = [r for r in KNOWN if r >= R("0.9.1")]  # the first with disable_hybrid_kv_cache_manager
 ROOTS = vllm_source.roots(RELEASES)

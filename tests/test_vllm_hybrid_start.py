@@ -1,4 +1,4 @@
-"""Hybrid models at connector start against each release's own code (vllm/moriio_hybrid.py, vllm/hma.py; issue 28).
+"""Hybrid models at connector start against each release's own code (vllm/moriio_hybrid.py, vllm/hma.py).
 
 Per release, model kind (full attention, sliding window, Mamba hybrid, MLA), HMA unset / true / false, connector
 mode and VLLM_SSM_CONV_STATE_LAYOUT (unset, SD, DS), vLLM's verdict is composed from its own code:
@@ -27,6 +27,8 @@ from pdlint.engine import core as engine
 from pdlint.hostvars import HostVars
 from pdlint.vllm import registry
 from pdlint.vllm.releases import R, Release
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 RELEASES = [r for r in th.RELEASES if registry.registered("NixlConnector", r)]
 ROOTS = th.ROOTS

@@ -20,6 +20,8 @@ from pdlint.contract import KV_TRANSFER_CONFIG
 from pdlint.vllm import kvconfig
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 pydantic = pytest.importorskip("pydantic", reason="pip install -e '.[test]' brings pydantic")
 ROOTS = roots(KNOWN)
 VALUES: tuple[Any, ...] = (
@@ -70,7 +72,7 @@ def test_number_fields_are_the_releases(release: Release) -> None:
 @pytest.mark.parametrize("release", [r for r in KNOWN if kvconfig.PARSE.at(r) == "lax"], ids=str)
 def test_conversion_is_pydantics(release: Release) -> None:
     fields = _annotations(ROOTS[release])
-    for key, kind in kvconfig.NUMBER_FIELDS.at(release).items():
+    for key in kvconfig.NUMBER_FIELDS.at(release):
         for value in VALUES:
             if value is None:
                 continue  # an unset field: pdlint leaves it to the default, as vLLM does

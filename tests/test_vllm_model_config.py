@@ -19,11 +19,13 @@ from typing import Any
 import pytest
 import vllm_source
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import model_table  # noqa: E402 - fetches the wheel as the table's generator does
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
-from pdlint.vllm import model_config, model_types  # noqa: E402
-from pdlint.vllm.releases import KNOWN, R, Release  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import model_table  # fetches the wheel as the table's generator does
+
+from pdlint.vllm import model_config, model_types
+from pdlint.vllm.releases import KNOWN, R, Release
 
 ROOTS = vllm_source.roots(KNOWN)
 _AIC = "aiconfigurator-core==0.12.0"

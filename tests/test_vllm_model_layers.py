@@ -24,6 +24,8 @@ from pdlint.topology.types import ModelFacts
 from pdlint.vllm import model_layers
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 ROOTS = vllm_source.roots(KNOWN)
 _MODEL_FILES = ("vllm/config/model.py", "vllm/config/__init__.py", "vllm/config.py")
 _TRAITS = ("IsHybrid", "IsAttentionFree", "HasNoOps")
@@ -71,7 +73,7 @@ def _registry(root: Path) -> dict[str, tuple[str, str]]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tree(path: Path) -> ast.Module | None:
     return ast.parse(path.read_text(encoding="utf-8")) if path.exists() else None
 
@@ -109,7 +111,7 @@ def _attention_types(root: Path, model: str) -> frozenset[str]:
     return frozenset(("full_attention",))
 
 
-class _Block(str, enum.Enum):  # LayerBlockType up to 0.13.0 (vllm/utils.py)
+class _Block(str, enum.Enum):  # noqa: UP042 - LayerBlockType up to 0.13.0 (vllm/utils.py), as vLLM writes it
     attention = "attention"
     mamba = "mamba"
     linear_attention = "linear_attention"

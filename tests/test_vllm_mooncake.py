@@ -21,12 +21,12 @@ from pdlint.topology.build import build
 from pdlint.vllm import mooncake, p2p, ports
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 KV = vllm_source.KV
 MOONCAKE = [r for r in KNOWN if r >= R("0.13.0")]
 P2P = [r for r in KNOWN if p2p.registered(r)]
-ROOTS = {r: vllm_source.source(r) for r in KNOWN}
-pytestmark = pytest.mark.skipif(any(v is None for v in ROOTS.values()),
-                                reason=f"vLLM source not available: {vllm_source.unavailable()}")
+ROOTS = vllm_source.roots(KNOWN)  # fetched when a test first reads it
 SIZES = (1, 2, 3, 4, 6, 8, 16)
 
 

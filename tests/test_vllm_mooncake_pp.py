@@ -1,4 +1,4 @@
-"""Mooncake with pipeline parallelism against each release's own code (vllm/mooncake.py PP; issue 28).
+"""Mooncake with pipeline parallelism against each release's own code (vllm/mooncake.py PP).
 
 Per release (0.13.0+) and pair of PP sizes (1, 2, 4 on each side; DP 1 and 2): the worker's PP rejection
 (`raise ValueError("Mooncake Transfer Engine does not support pipeline parallelism yet.")`, read from __init__),
@@ -22,6 +22,8 @@ import vllm_source
 from pdlint.engine import core as engine
 from pdlint.hostvars import HostVars
 from pdlint.vllm.releases import KNOWN, R, Release
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 RELEASES = [r for r in KNOWN if r >= R("0.13.0")]
 ROOTS = vllm_source.roots(RELEASES)
@@ -94,7 +96,7 @@ def vllm_fails(release: Release, p_pp: int, d_pp: int) -> bool:
         ranks = _choose(release)(types.SimpleNamespace(pp_size=d_pp, pp_rank=d_rank), dict.fromkeys(range(p_pp), ""))
         for p_rank in ranks:
             me, meta = types.SimpleNamespace(pp_size=p_pp), types.SimpleNamespace(remote_pp_size=d_pp)
-            partial = bool(eval(compile(expr, "call", "eval"), {"self": me, "meta": meta})) if expr else False
+            partial = bool(eval(compile(expr, "call", "eval"), {"self": me, "meta": meta})) if expr else False  # noqa: S307 - vLLM's own
             kwargs = {"allow_partial_layers": partial} if expr else {}
             if align(_stage(p_pp, p_rank), _stage(d_pp, d_rank), **kwargs)[2] is not None:
                 return True

@@ -29,11 +29,11 @@ from pdlint.vllm.releases import KNOWN, R, Release
 
 import vllm_source
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 FIRST = R("0.14.0")  # factory.py registers MoRIIOConnector from here on
 RELEASES = [r for r in KNOWN if r >= FIRST]
-ROOTS = {r: vllm_source.source(r) for r in KNOWN}
-pytestmark = pytest.mark.skipif(any(root is None for root in ROOTS.values()),
-                                reason=f"vLLM source not available: {vllm_source.unavailable()}")
+ROOTS = vllm_source.roots(KNOWN)  # fetched when a test first reads it
 DIR = f"{vllm_source.KV}/v1/moriio"
 CONNECTOR, COMMON = f"{DIR}/moriio_connector.py", f"{DIR}/moriio_common.py"
 SIZES = [1, 2, 3, 4, 6, 8, 12, 16]
@@ -69,7 +69,7 @@ def _rules(release: Release, p: int, d: int, k: int, mla: bool, read: bool, **mo
     return {problem.rule for problem in vpair.problems(sp, sd)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tree(release: Release, relpath: str) -> ast.Module:
     return ast.parse((_root(release) / relpath).read_text(encoding="utf-8"))
 

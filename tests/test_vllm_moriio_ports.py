@@ -1,4 +1,4 @@
-"""MoRIIO listener ports of one engine against each release's own code (port[collision]; issue 28).
+"""MoRIIO listener ports of one engine against each release's own code (port[collision]).
 
 Per release (0.14.0+) the worker's listener port is the expression its MoRIIOConnectorWorker.__init__ assigns to
 `self.side_channel_port` (handshake_port + get_port_offset(self.dp_rank, self.tp_rank)), with get_port_offset
@@ -22,6 +22,8 @@ from pdlint.hostvars import HostVars
 from pdlint.vllm import registry
 from pdlint.vllm.releases import KNOWN, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in KNOWN if registry.registered("MoRIIOConnector", r)]
 ROOTS = vllm_source.roots(RELEASES)
 DIR = f"{vllm_source.KV}/v1/moriio"
@@ -36,7 +38,7 @@ def _port(release: Release) -> Any:
     expr = next(n.value for n in ast.walk(tree) if isinstance(n, ast.AnnAssign) and n.value is not None and
                 ast.unparse(n.target) == "self.side_channel_port")
     code = compile(ast.Expression(expr), "side_channel_port", "eval")
-    return lambda me: eval(code, {"self": me, "get_port_offset": offset})
+    return lambda me: eval(code, {"self": me, "get_port_offset": offset})  # noqa: S307 - vLLM's own expression
 
 
 def vllm_collides(release: Release, dp: int, tp: int, pp: int) -> bool:

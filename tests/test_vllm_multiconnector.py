@@ -25,6 +25,8 @@ from pdlint.topology.types import Instance
 from pdlint.vllm import composite, hma, registry
 from pdlint.vllm.releases import KNOWN, R, Release
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 hma_classes = functools.cache(_hma_classes)  # a walk of every kv_connector file: once per release
 RELEASES = [r for r in KNOWN if registry.registered("MultiConnector", r)]
 ROOTS = vllm_source.roots(RELEASES)

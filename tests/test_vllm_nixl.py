@@ -30,10 +30,10 @@ from pdlint.vllm.releases import KNOWN, R, Release
 
 import vllm_source
 
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
+
 RELEASES = [r for r in KNOWN if r >= R("0.9.0")]  # 0.8.5 has no NIXL
-ROOTS = {r: vllm_source.source(r) for r in RELEASES}
-pytestmark = pytest.mark.skipif(any(v is None for v in ROOTS.values()),
-                                reason=f"vLLM source not available: {vllm_source.unavailable()}")
+ROOTS = vllm_source.roots(RELEASES)  # fetched when a test first reads it
 KV = vllm_source.KV
 SIZES = [1, 2, 3, 4, 6, 8, 12, 16]
 TPS = [1, 2, 4, 8, 16]
@@ -80,7 +80,7 @@ def _divide(a: int, b: int) -> int:
     return a // b
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _topology(root: Path) -> dict[str, Any]:
     """The topology class's own methods (TpKVTopology: nested 0.11.1 - 0.12.0; TransferTopology 0.20.0+)."""
     for rel, name in ((f"{KV}/utils.py", "TransferTopology"), (f"{KV}/utils.py", "TpKVTopology"),
@@ -405,7 +405,7 @@ def test_side_channel_ports(version: str, tp: int, dp: int, dp_local: int, dp_st
 
 
 def test_side_channel_host_default_is_loopback_in_every_release() -> None:
-    for release, root in ROOTS.items():
+    for root in ROOTS.values():
         assert root is not None
         assert '"VLLM_NIXL_SIDE_CHANNEL_HOST", "localhost"' in (root / "vllm/envs.py").read_text(encoding="utf-8")
 

@@ -1,4 +1,4 @@
-"""pd-mismatch[vllm-version] against each release's own compute_nixl_compatibility_hash (issue 23 item 2).
+"""pd-mismatch[vllm-version] against each release's own compute_nixl_compatibility_hash.
 
 The hash function is lifted from every release that has it (v1/nixl_connector.py 0.13.0 - 0.19.1,
 v1/nixl/metadata.py 0.20.0+), with hash_factors from that release's vllm/config/utils.py and a `vllm` module
@@ -27,6 +27,8 @@ from pdlint.rules import REGISTRY
 from pdlint.topology.build import build
 from pdlint.vllm import nixl_channel
 from pdlint.vllm.releases import KNOWN, R, Release, resolve
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 RELEASES = [r for r in KNOWN if r >= R("0.9.0")]
 ROOTS = vllm_source.roots(RELEASES)

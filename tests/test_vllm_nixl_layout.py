@@ -1,4 +1,4 @@
-"""pd-mismatch[kv-cache-layout] against each release's own handshake validation (issue 23 item 11).
+"""pd-mismatch[kv-cache-layout] against each release's own handshake validation.
 
 test_vllm_nixl's lifted `_validate_remote_agent_handshake` (or 0.9.x - 0.11.0's add_remote_agent statements)
 runs with the decode worker's kv_cache_layout and the prefill metadata's set from VLLM_KV_CACHE_LAYOUT as the

@@ -1,4 +1,4 @@
-"""NIXL with pipeline parallelism against each release's own NixlBaseConnectorWorker.__init__ (issue 23 item 1).
+"""NIXL with pipeline parallelism against each release's own NixlBaseConnectorWorker.__init__.
 
 The statements of __init__ that decide PP (`self.pp_size`, `self._is_hma_required`, `self._has_mamba` and every
 `if ... self.pp_size > 1` block, v1/nixl/base_worker.py 0.24.0+) are lifted from each release and run on a fake
@@ -23,6 +23,8 @@ from pdlint.topology.build import build
 from pdlint.vllm import pair as vpair
 from pdlint.vllm.registry import registered
 from pdlint.vllm.releases import KNOWN, R, Release
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 RELEASES = [r for r in KNOWN if r >= R("0.9.0")]  # 0.8.5 has no NIXL
 ROOTS = vllm_source.roots(RELEASES)
@@ -79,7 +81,8 @@ def _pp_check(root: Path) -> Any:
     for stmt in init.body:
         text = ast.unparse(stmt)
         if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) in (
-                "self.pp_size", "self._is_hma_required", "self._has_mamba") or isinstance(stmt, ast.If) and "self.pp_size > 1" in ast.unparse(stmt.test) or isinstance(stmt, ast.If) and "self.pp_size > 1" in text and "NotImplementedError" in text:
+                "self.pp_size", "self._is_hma_required", "self._has_mamba") or isinstance(stmt, ast.If) and (
+                "self.pp_size > 1" in ast.unparse(stmt.test) or "self.pp_size > 1" in text and "NotImplementedError" in text):
             keep.append(stmt)
     if not any(isinstance(s, ast.If) for s in keep):
         return None

@@ -1,5 +1,5 @@
 """NIXL with pipeline parallelism on real layer mixes against each release's own code (vllm/nixl_pp.py,
-vllm/pp_stages.py; issue 28).
+vllm/pp_stages.py).
 
 Each side's PP stages hold the layers the release's own get_pp_indices (vllm/distributed/utils.py, lifted, with
 VLLM_PP_LAYER_PARTITION) gives it, of the model's kinds in pdlint's table (test_vllm_model_layers holds those to
@@ -35,6 +35,8 @@ from pdlint.hostvars import HostVars
 from pdlint.vllm import model_layers, pp_stages, registry
 from pdlint.vllm import pair as vpair
 from pdlint.vllm.releases import KNOWN, R, Release
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 RELEASES = [r for r in KNOWN if registry.registered("NixlConnector", r)]
 ROOTS = vllm_source.roots(RELEASES)

@@ -1,4 +1,4 @@
-"""A `vllm_<name>` variable takes exactly what the command line's flag takes, per release (issue 33, item 5):
+"""A `vllm_<name>` variable takes exactly what the command line's flag takes, per release:
 vllm/variables.py against pdlint's own command-line parser and against each release's lifted parser."""
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import vllm_source
 from pdlint.vllm import cmdline, variables
 from pdlint.vllm.args import Argument, arguments
 from pdlint.vllm.releases import KNOWN, R, Release
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 ROOTS = vllm_source.roots(KNOWN)
 # what people write, right and wrong: human-readable sizes in every spelling, auto, numbers, JSON, words

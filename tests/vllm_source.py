@@ -6,6 +6,11 @@
 ~/.cache/pdlint/vllm/<key>). Only the files the tests read are unpacked. Without
 network the differential tests skip with one line saying why (`unavailable()`).
 
+Nothing is fetched while pytest collects: `roots(releases)` is a mapping that fetches on first use, in the
+first test that reads it (so `pytest --collect-only` and `pytest -m "not slow"` download nothing). To fetch
+every release as one explicit step (CI does, before the tests): `python tests/vllm_source.py`. Parallel
+workers (pytest-xdist) fetch each release once: the fetch holds a lock per release.
+
 `lift(root, relpath, names, klass=None, env=None)` compiles just the named
 functions (or methods of klass) of a file, with annotations and decorators
 dropped, so they run on their own: vLLM's real code, called with plain ints.
@@ -13,13 +18,14 @@ dropped, so they run on their own: vLLM's real code, called with plain ints.
 from __future__ import annotations
 
 import ast
+import fcntl
 import hashlib
 import os
 import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +63,14 @@ def source(release: Release) -> Path | None:
     if release.text in _failed:
         return None
     root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f".{release.text}.lock", "w") as lock:  # another worker may be fetching it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (root / "vllm").is_dir():
+            return root
+        return _fetch(release, root)
+
+
+def _fetch(release: Release, root: Path) -> Path | None:
     with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
         fetched = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
@@ -81,19 +95,41 @@ def unavailable() -> str | None:
     return None
 
 
-def roots(releases: Iterable[Release]) -> dict[Release, Path]:
-    """The source of each release; without it the calling test module skips with one line saying why.
+class Roots(Mapping[Release, Path]):
+    """The source of each release, fetched when a test first reads the mapping (never at collection).
 
-    Under CI=true a missing source fails instead: CI must run every differential case.
+    Without a source, the reading test skips with one line saying why; under CI=true it fails instead: CI must run
+    every differential case.
     """
-    found = {r: source(r) for r in releases}
-    if all(found.values()):
-        return {r: p for r, p in found.items() if p is not None}
-    why = unavailable() or "vLLM source unavailable"
-    if os.environ.get("CI") == "true":
-        raise RuntimeError(f"vLLM differential tests cannot run under CI=true: {why}")
-    pytest.skip(f"vLLM source not available ({why}); the differential tests need network once", allow_module_level=True)
-    raise AssertionError("unreachable")
+
+    def __init__(self, releases: Iterable[Release]) -> None:
+        self._releases = tuple(releases)
+        self._found: dict[Release, Path] | None = None
+
+    def _all(self) -> dict[Release, Path]:
+        if self._found is None:
+            found = {r: source(r) for r in self._releases}
+            if not all(found.values()):
+                why = unavailable() or "vLLM source unavailable"
+                if os.environ.get("CI") == "true":
+                    raise RuntimeError(f"vLLM differential tests cannot run under CI=true: {why}")
+                pytest.skip(f"vLLM source not available ({why}); the differential tests need network once")
+            self._found = {r: p for r, p in found.items() if p is not None}
+        return self._found
+
+    def __getitem__(self, release: Release) -> Path:
+        return self._all()[release]
+
+    def __iter__(self) -> Iterator[Release]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._releases)
+
+
+def roots(releases: Iterable[Release]) -> Roots:
+    """The source of each release, as a mapping that fetches on first use (see Roots)."""
+    return Roots(releases)
 
 
 def lift(root: Path, relpath: str, names: set[str], klass: str | None = None,
@@ -129,3 +165,10 @@ def has(root: Path, relpath: str, name: str, klass: str | None = None) -> bool:
             return False
         body = found[0].body
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in body)
+
+
+if __name__ == "__main__":  # the explicit fetch step: every release pdlint covers, into the cache
+    WHY = unavailable()
+    if WHY:
+        sys.exit(f"vllm_source: {WHY}")
+    print(f"vllm_source: {len(KNOWN)} releases' sources in {CACHE / f'k{_KEY}'}")

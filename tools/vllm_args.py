@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vllm_arg_types import Source, derived, fields, name_of  # noqa: E402 - beside this script
+from vllm_arg_types import Source, derived, fields, name_of  # beside this script
 
 ENGINE = "vllm/engine/arg_utils.py"
 SERVERS = ("vllm/entrypoints/openai/cli_args.py", "vllm/entrypoints/launchers/cli_args.py",
@@ -237,7 +237,7 @@ TARGET = Path(__file__).resolve().parents[1] / "plugins/plugin_utils/pdlint/vllm
 
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    import vllm_source  # noqa: PLC0415 - the tests' fetcher: the same wheels the differential test reads
+    import vllm_source  # the tests' fetcher: the same wheels the differential test reads
 
     from pdlint.vllm.releases import KNOWN
 

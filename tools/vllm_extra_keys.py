@@ -66,7 +66,7 @@ TARGET = Path(__file__).resolve().parents[1] / "plugins/plugin_utils/pdlint/vllm
 
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    import vllm_source  # noqa: PLC0415 - the tests' fetcher: the same wheels the differential tests read
+    import vllm_source  # the tests' fetcher: the same wheels the differential tests read
 
     from pdlint.vllm.releases import KNOWN
 

@@ -61,7 +61,7 @@ class Finding:
                    (other.deployment is not None, other.deployment or "")))
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON output contract (DESIGN.md section 5): exactly these keys."""
+        """The JSON output contract (README: "Usage", `--format json`): exactly these keys."""
         return {
             "rule": self.rule,
             "severity": self.severity,

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, Generic, TypeVar
 
 from .finding import UNKNOWN, Origin
 
-Path = tuple[Union[str, int], ...]
+Path = tuple[str | int, ...]
 
 
 # origins[(name, KEY)] is where the variable's name is written (the value's origin is at (name,)).
@@ -19,7 +19,7 @@ class Unresolved:
     """A value that could not be rendered statically (template, vault): never guessed."""
 
     reason: str
-    # a finding says why already (a value vLLM refuses in vllm_args, issue 33 item 6): skipped without the
+    # a finding says why already (a value vLLM refuses in vllm_args): skipped without the
     # `unresolved` warning
     reported: bool = False
 

@@ -78,7 +78,7 @@ class Memo:
         racy_ns before it was read: an edit in the same clock tick that kept the size would leave the stat as it
         was (git's "racily clean" entries), so such a file is read and compared by content until it is older."""
         found = self.stats.get(path) if st is not None else None
-        if found is None or found[0] != stat_key(st) or max(st.st_mtime_ns, st.st_ctime_ns) >= found[2] - self.racy_ns:
+        if st is None or found is None or found[0] != stat_key(st) or max(st.st_mtime_ns, st.st_ctime_ns) >= found[2] - self.racy_ns:
             return None
         scan = self.scan(path, found[1], limits)
         if scan is None or not self.known(path, found[1]):
@@ -106,7 +106,7 @@ class Memo:
         self.vars[path] = (key, shown, self.cwd, data)
         self.used.add(path)
 
-    # ---- a YAML inventory file's calls on the fast loader's Inventory (inventory_ops.py) -------------------------
+    # ---- a YAML inventory file's calls on the fast loader's Inventory (load/fast/replay.py) ---------------
 
     def knows_inventory(self, path: str, key: bytes | None) -> bool:
         """Whether path's inventory calls were recorded from this content (it composed cleanly then)."""

@@ -1,6 +1,6 @@
 """A run after an edit: check again only the units (units.py) whose hosts read an edited vars file.
 
-A whole run whose hosts the fast loader read alone leaves, beside its outcome (load/runs.py), a state: every
+A whole run whose hosts the fast loader read alone leaves, beside its outcome (cache/runs.py), a state: every
 file's stat fingerprint as that run saw it, its parsed inventory, its notes by what they came from, and for
 each unit its hosts, the keys linking them, its findings before pdlint_skip and config apply, its pdlint_skip
 entries and role conflicts. The next run with the same slot (inventory, settings, environment, pdlint code)

@@ -69,7 +69,7 @@ def _ansible() -> tuple[str, int, int] | None:
     spec = importlib.util.find_spec("ansible")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], "release.py")
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "release.py")
     try:
         st = os.stat(path)
     except OSError:

@@ -138,7 +138,7 @@ def _lint(args: argparse.Namespace) -> int:
         notes: list[Finding] = []
         try:
             entry = _entry(args, sources, config)
-            outcome = _through(args, entry, lambda: _outcome(args, sources, config, notes, entry))
+            outcome = _through(args, entry, lambda: _outcome(args, sources, config, notes, entry))  # noqa: B023 - called here
         except LoadError as exc:
             sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))
             return 2
@@ -196,7 +196,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:  # a write that bypassed the guard (sys.stdout.buffer): the reader left, as above
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as exc:  # noqa: BLE001 - no traceback reaches the user unless asked
+    except Exception as exc:  # no traceback reaches the user unless asked
         if debug:
             raise
         if type(exc).__module__.startswith("ansible."):  # e.g. a broken ansible.cfg: the user's to fix

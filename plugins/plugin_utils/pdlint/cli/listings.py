@@ -70,7 +70,7 @@ def _table(words: Sequence[str]) -> int:
                          "config.json was found for it (a file, a model directory, the Hugging Face cache); "
                          "set vllm_model_num_attention_heads, vllm_model_num_kv_heads and vllm_model_is_mla\n")
         return 2
-    width = max(len(name) for name, _unused, _unused, _unused in rows)
+    width = max(len(row[0]) for row in rows)
     sys.stdout.write(f"{'model':{width}}  heads  kv_heads  mla    ssm    layers\n")
     for name, f, aliases, source in rows:
         sys.stdout.write(f"{name:{width}}  {f.heads!s:5}  {f.kv_heads!s:8}  {str(f.mla).lower():5}  "

@@ -46,7 +46,7 @@ def guarded() -> Iterator[None]:
     """Run a command with sys.stdout guarded, flushed inside the guard (a closed pipe often shows only then)."""
     inner = sys.stdout
     guard = _Guarded(inner)
-    sys.stdout = guard  # type: ignore[assignment]
+    sys.stdout = guard
     try:
         yield
         guard.flush()

@@ -19,7 +19,7 @@ from ..contract import HOST_ONLY, VARIABLES, host_var
 from ..finding import Origin
 from .errors import ConfigError
 
-# vllm_args: the command line the launch stage parses (issue 24 item 3); accepted as a key already
+# vllm_args: the command line the launch stage parses; accepted as a key already
 NAMES = tuple(sorted({*(host_var(v.name) for v in (*VARIABLES, *HOST_ONLY)), "vllm_args"}))
 
 Lines = Mapping[str, tuple[int, int]]  # key -> (line, column) of its value, 1-based

@@ -55,14 +55,14 @@ def _deployment(dep: Deployment, findings: list[Finding], judged: Judged, vault:
         # A pair the rules do not check (another class on each side, unknown values): shown, with no problems.
         sp, sd, problems = found if found else (vpair.Side.of(p.lead), vpair.Side.of(d.lead), ())
         rules = {pr.rule for pr in problems} | set(_PAIR_RULES)
-        mine = _take(left, lambda f, rules=rules, p=p, d=d: f.rule in rules and _touches(f, p) and _touches(f, d))
+        mine = _take(left, lambda f, rules=rules, p=p, d=d: f.rule in rules and _touches(f, p) and _touches(f, d))  # type: ignore[misc]
         view = _pair(p, d, sp, sd, mine)
         if found:  # judged: both sides on one connector class
             view = dataclasses.replace(view, why=why(p, d, sp, sd, problems, findings))
         pairs.append(_masked_pair(view, p, d, vault))
     views = []
     for e in engines:
-        mine = _take(left, lambda f, e=e: set(f.hosts) <= set(e.hosts) and _only(f, e, engines))
+        mine = _take(left, lambda f, e=e: set(f.hosts) <= set(e.hosts) and _only(f, e, engines))  # type: ignore[misc]
         views.append(_engine(e, mine, vault))
     releases = tuple(sorted({v.release for v in views}))
     every = [i for e in engines for i in e.instances]

@@ -59,7 +59,10 @@ def _table(headers: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
 
 def rank_graph(pair: PairView, p: EngineView, d: EngineView) -> str:
     """Prefill ranks left, decode ranks right, a line per KV link (labelled with the heads on hover)."""
-    rows = max(p.tp, d.tp)
+    ptp, dtp = p.tp, d.tp
+    if not isinstance(ptp, int) or not isinstance(dtp, int):
+        return ""  # a vaulted TP draws no ranks
+    rows = max(ptp, dtp)
     height = rows * _ROW + 30
     out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" role="img" '
            f'aria-label="rank map {_e(pair.prefill)} to {_e(pair.decode)}">'),
@@ -70,15 +73,15 @@ def rank_graph(pair: PairView, p: EngineView, d: EngineView) -> str:
         return 30 + (rank + 0.5) * rows * _ROW / tp
 
     for link in pair.links:
-        out.append(f'<line x1="{_BOX + 4}" y1="{y(link.prefill_rank, p.tp):.1f}" x2="{_W - _BOX - 4}" '
-                   f'y2="{y(link.decode_rank, d.tp):.1f}" stroke="#4a5568" stroke-width="1.5">'
+        out.append(f'<line x1="{_BOX + 4}" y1="{y(link.prefill_rank, ptp):.1f}" x2="{_W - _BOX - 4}" '
+                   f'y2="{y(link.decode_rank, dtp):.1f}" stroke="#4a5568" stroke-width="1.5">'
                    f'<title>prefill rank {link.prefill_rank} -> decode rank {link.decode_rank}: '
                    f'{_e(link.text)}</title></line>')
-    for engine, x, colour in ((p, 4, "#2f6db5"), (d, _W - _BOX - 4, "#7a3fb0")):
-        for rank in range(engine.tp):
+    for engine, tp, x, colour in ((p, ptp, 4, "#2f6db5"), (d, dtp, _W - _BOX - 4, "#7a3fb0")):
+        for rank in range(tp):
             out.append(f'<g data-engine="{_e(engine.name)}" data-rank="{rank}"><rect x="{x}" '
-                       f'y="{y(rank, engine.tp) - 9:.1f}" width="{_BOX}" height="18" rx="4" fill="{colour}"/>'
-                       f'<text x="{x + 8}" y="{y(rank, engine.tp) + 4:.1f}" fill="#fff">rank {rank}</text></g>')
+                       f'y="{y(rank, tp) - 9:.1f}" width="{_BOX}" height="18" rx="4" fill="{colour}"/>'
+                       f'<text x="{x + 8}" y="{y(rank, tp) + 4:.1f}" fill="#fff">rank {rank}</text></g>')
     return "".join(out) + "</svg>"
 
 
@@ -118,7 +121,7 @@ def _gpu_grid(dep: DeploymentView) -> str:
         out.append(f"<div><b>{_e(host)}</b></div><div class=\"grid\">" + "".join(
             f'<div class="gpu {_e(e.role)}" data-engine="{_e(e.name)}" data-tp-rank="{w.tp}" '
             f'title="{_e(e.name)} DP {w.dp} PP {w.pp} TP {w.tp}">GPU {_e(w.gpu or "?")}'
-            f"<br>{_e(e.role[0].upper())} TP{w.tp}" + (f" DP{w.dp}" if e.dp > 1 else "") + "</div>"
+            f"<br>{_e(e.role[0].upper())} TP{w.tp}" + (f" DP{w.dp}" if isinstance(e.dp, int) and e.dp > 1 else "") + "</div>"
             for w, e in sorted(cells, key=lambda c: (c[0].gpu or "", c[1].name))) + "</div>")
     return "".join(out)
 

@@ -30,7 +30,7 @@ def mermaid(dep: DeploymentView) -> list[str]:
             ids[(e.name, rank)] = f"e{i}r{rank}"
             out.append(f'    e{i}r{rank}["rank {rank}"]')
         out.append("  end")
-    for k, pair in enumerate(dep.pairs):
+    for pair in dep.pairs:
         if pair.status == "rejected" or not pair.links:
             why = "rejected" if pair.status == "rejected" else "no rank map"
             src = next(i for i, e in enumerate(dep.engines) if e.name == pair.prefill)
@@ -40,7 +40,7 @@ def mermaid(dep: DeploymentView) -> list[str]:
         for link in pair.links:
             a, b = ids[(pair.prefill, link.prefill_rank)], ids[(pair.decode, link.decode_rank)]
             out.append(f'  {a} -- "{label(link.text)}" --> {b}')
-    return out + ["```"]
+    return [*out, "```"]
 
 
 def deployment(dep: DeploymentView) -> list[str]:
@@ -79,7 +79,7 @@ def why_markdown(pair: PairView) -> list[str]:
         out.append(f"- {dim.name}")
         out += [f"  - {f'**{VERDICTS[line.verdict]}**: ' if line.verdict else ''}{cell(line.text)}"
                 + (f" `{code(line.source)}`" if line.source else "") for line in dim.lines]
-    return out + [""]
+    return [*out, ""]
 
 
 def render(expl: Explanation, colour: bool = False) -> str:

@@ -55,7 +55,8 @@ def workers(engine: EngineView, host: str) -> str:
     for w in engine.workers:
         if w.host == host:
             groups.setdefault((w.dp, w.pp), []).append(str(w.tp))
-    return "; ".join((f"DP {dp} " if engine.dp > 1 else "") + (f"PP {pp} " if engine.pp > 1 else "") + "TP "
+    return "; ".join((f"DP {dp} " if isinstance(engine.dp, int) and engine.dp > 1 else "")
+                     + (f"PP {pp} " if isinstance(engine.pp, int) and engine.pp > 1 else "") + "TP "
                      + spans(tps) for (dp, pp), tps in sorted(groups.items()))
 
 

@@ -1,4 +1,4 @@
-"""A `vllm_args` line as a shell runs it (issue 33, items 13 and 14): lines copied from vLLM's and Dynamo's docs
+"""A `vllm_args` line as a shell runs it: lines copied from vLLM's and Dynamo's docs
 (`CUDA_VISIBLE_DEVICES=0 vllm serve ... > log 2>&1 &`) are commands, not argv.
 
 POSIX Shell Command Language: `NAME=value` words before the program are environment assignments (2.9.1);

@@ -1,5 +1,5 @@
-"""`NAME=value` before the program of a `vllm_args` line: the engine's environment, beside vllm_env (issue 33,
-item 13). A name vllm_env also sets to another value is a conflict (which one the engine gets depends on the
+"""`NAME=value` before the program of a `vllm_args` line: the engine's environment, beside vllm_env. A
+name vllm_env also sets to another value is a conflict (which one the engine gets depends on the
 role's template); a name it lacks is added, at the assignment's own line and column."""
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ def _origin(name: Any, sources: Sequence[str], declared: Mapping[str, Origin]) -
         if found is not None:
             return found
     # `[name]` in INI, `name:` in YAML, `"name":` in JSON (ansible-core tags no JSON key)
-    declared = re.compile(r"^(\s*\[)" + re.escape(name) + r"(:\w+)?\]|^(\s+)" + re.escape(name) + r"\s*:|^(.*?)([\"'])"
+    declaring = re.compile(r"^(\s*\[)" + re.escape(name) + r"(:\w+)?\]|^(\s+)" + re.escape(name) + r"\s*:|^(.*?)([\"'])"
                           + re.escape(name) + r"\5\s*:")
     for source in sources:
         files = [source] if os.path.isfile(source) else (
@@ -34,7 +34,7 @@ def _origin(name: Any, sources: Sequence[str], declared: Mapping[str, Origin]) -
                 continue
             with open(path, encoding="utf-8", errors="replace") as fh:
                 for number, line in enumerate(fh, 1):
-                    match = declared.match(line)
+                    match = declaring.match(line)
                     if match:
                         column = len(match.group(1) or match.group(3) or match.group(4) or "") + 1
                         return Origin(display_path(path), number, column)

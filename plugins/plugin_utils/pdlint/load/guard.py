@@ -1,7 +1,7 @@
 """Bounds on every file pdlint reads, checked before any parser builds values from it.
 
 One pass over libyaml's events (no values are constructed here; for a vars file,
-events.py builds its variables from the events this pass accepted) measures nesting
+load/fast/vars_events.py builds its variables from the events this pass accepted) measures nesting
 depth and the size an alias graph expands to, and finds duplicate keys; plain
 byte checks refuse binary, non-UTF-8 and oversized files. What is refused is a
 `load-error` naming the file (and line where there is one); duplicate keys are
@@ -82,7 +82,7 @@ def ini_lines(data: bytes, path: str, limits: Limits) -> list[str] | None:
     """The lines ansible-core's INI plugin reads from a file that is not UTF-8, else None (text_of decides).
 
     Each line is decoded alone and a line whose first byte is # or ; is read as empty, whatever its bytes
-    (ansible-core issue 17593); any other undecodable line fails the INI plugin too."""
+    (ansible/ansible#17593); any other undecodable line fails the INI plugin too."""
     if len(data) > limits.max_file_bytes or b"\0" in data:
         return None
     try:
@@ -173,7 +173,7 @@ def scan_yaml(text: str, path: str, limits: Limits, feed: Callable[[type, Any], 
     """Depth, alias expansion and duplicate keys of a YAML text; Refused when over a limit.
 
     feed, when given, is called with (type of event, event) for every event once the checks above have
-    passed it (events.py builds a vars file's values in this same pass); an event over a limit never reaches it."""
+    passed it (load/fast/vars_events.py builds a vars file's values in this same pass); an event over a limit never reaches it."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -1,5 +1,5 @@
 """Never a silent pass: an inventory where no host takes part but which looks like P/D gets a warning saying what
-was seen and the `variables:` lines a config file would need to map it (issue 24's mapping)."""
+was seen and the `variables:` lines a config file would need to map it."""
 from __future__ import annotations
 
 import re

@@ -28,7 +28,7 @@ def _yaml_hosts(node: Any, depth: int = 0) -> Any:
     """The key nodes of every host a YAML inventory's group tree names."""
     if not isinstance(node, yaml.MappingNode) or depth > 64:
         return
-    for key, value in node.value:
+    for _key, value in node.value:
         if not isinstance(value, yaml.MappingNode):
             continue
         for field, inner in value.value:

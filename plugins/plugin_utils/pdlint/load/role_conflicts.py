@@ -37,7 +37,7 @@ def by_host(members: Mapping[str, Iterable[str]], roles: Mapping[str, GroupRole]
             continue
         parts = [f"{g} gives {value} ({origin})" for g, (value, origin) in given.items()]
         kept = winner.get(host)
-        origin = next((o for value, o in given.values() if value == kept), list(given.values())[0][1])
+        origin = next((o for value, o in given.values() if value == kept), next(iter(given.values()))[1])
         yield host, Finding(origin, "deployment[role-conflict]", "error",
                             f"host {host} is in groups that give it different roles: {'; '.join(parts)}; "
                             f"Ansible keeps {kept}",

@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover
 try:
     from ansible.parsing.vault import EncryptedString
 except ImportError:  # pragma: no cover
-    EncryptedString = ()  # type: ignore[assignment,misc]
+    EncryptedString = ()
 
 Render = Callable[[Any], Any]
 

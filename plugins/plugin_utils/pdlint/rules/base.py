@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from ..finding import Finding, Origin
@@ -96,7 +96,7 @@ def _hosts(item: Instance | Engine) -> tuple[str, ...]:
     return item.hosts if isinstance(item, Engine) else (item.host,)
 
 
-def words(numbers: list[int]) -> str:
-    """[4, 8] -> '4 or 8'."""
-    text = [str(n) for n in numbers]
+def words(items: Sequence[object]) -> str:
+    """[4, 8] -> '4 or 8' (numbers or names)."""
+    text = [str(n) for n in items]
     return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " or " + text[-1]

@@ -62,7 +62,7 @@ def shape(topo: Topology) -> Iterator[Hit]:
             p2: {vllm_pd_role: prefill, vllm_instance_id: p, vllm_node_rank: 1, vllm_tensor_parallel_size: 4}
             d1: {vllm_pd_role: decode, vllm_nnodes: 1}
     """
-    for engine, insts in _multi(topo):
+    for _engine, insts in _multi(topo):
         lead = insts[0]
         for inst in insts[1:]:
             for attr, (var, what) in _SHAPE.items():

@@ -62,7 +62,7 @@ class Block:
         for engine in where:
             lead = engine.lead
             key = (lead.at(*fields), *say(engine), deployment or lead.deployment)
-            found.setdefault(key, []).extend(engine.hosts)  # type: ignore[arg-type]
+            found.setdefault(key, []).extend(engine.hosts)
         for (origin, message, hint, dep), hosts in found.items():
             yield Hit(origin, message, hint, (*hosts, *others), dep)
 

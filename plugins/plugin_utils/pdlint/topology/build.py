@@ -10,7 +10,7 @@ from ..contract import MAX_SIZE, PORT, VARIABLES, host_var, int_bounds
 from ..finding import UNKNOWN, Finding, Origin, rehosted
 from ..hostvars import HostVars, Profiles, Unresolved
 from . import facts
-from .coerce import as_int, coerce, kv_config, unreadable_number  # noqa: F401 - kv_config: schema.check imports it from here
+from .coerce import as_int, coerce, kv_config, unreadable_number  # kv_config: schema.check imports it from here
 from .types import Deployment, Engine, Instance, Topology, Undecided, share_bodies
 
 _FIELDS = {  # contract name -> Instance attribute

@@ -123,7 +123,7 @@ def per_instance(fn: Callable[[Instance], T]) -> Callable[[Instance], T]:
         memo = inst.memo
         if key not in memo:
             memo[key] = fn(inst)
-        return memo[key]  # type: ignore[no-any-return]
+        return memo[key]
 
     return remembered
 
@@ -140,7 +140,7 @@ def per_body(fn: Callable[[Instance], T]) -> Callable[[Instance], T]:
         memo = inst.shared
         if key not in memo:
             memo[key] = fn(inst)
-        return memo[key]  # type: ignore[no-any-return]
+        return memo[key]
 
     return remembered
 

@@ -1,4 +1,4 @@
-"""`vllm_args`: a command line read as each vLLM release's `vllm serve` reads it (issue 24, item 3).
+"""`vllm_args`: a command line read as each vLLM release's `vllm serve` reads it.
 
 argv() splits vllm_args (one string, as a POSIX shell splits it; or a list, one argv element per item) into
 tokens that remember where they came from. parse() runs them through that release's FlexibleArgumentParser
@@ -90,7 +90,7 @@ def parse(tokens: Sequence[Token], release: Release, *, base_dir: str | None = N
     """What release's parser makes of tokens; never raises (a refusal is a Problem). engine_only: the tokens are
     the words Dynamo's worker hands to a FlexibleArgumentParser holding AsyncEngineArgs.add_cli_args alone."""
     name, skip = ("engine", 0) if engine_only else launcher(tokens)
-    if name == "dynamo":  # Dynamo's own launcher and flags: not vLLM's parser (issue 24 item 7)
+    if name == "dynamo":  # Dynamo's own launcher and flags: not vLLM's parser
         return Parsed({}, {}, {}, (), name)
     serve = name not in ("api_server", "engine")
     parser = build(release, "serve" if serve else name)

@@ -33,7 +33,7 @@ def _span(name: str, first: str, until: str | None, how: str) -> Timeline[bool]:
     steps.append((first, True, f"{_ENVS}[{name!r}]", how))
     if until:
         steps.append((until, False, _ENVS, f"no longer defined: {name} is not read"))
-    return history("env[invalid]", Timeline(name, *steps))  # type: ignore[arg-type]
+    return history("env[invalid]", Timeline(name, *steps))
 
 
 _INT = "int(os.getenv(...)): ValueError at first use unless int() reads it"

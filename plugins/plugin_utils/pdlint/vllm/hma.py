@@ -150,14 +150,14 @@ def off_failure(inst: Instance) -> tuple[str, str] | None:
     if not inst.facts.ssm or HMA_DEFAULT.at(release) == "absent" or not known(inst) or enabled(inst):
         return None
     model = inst.model or "the model"
-    said, step = UNIFY_SSM.at(release), UNIFY_SSM.step(release)
+    said, source = UNIFY_SSM.at(release), UNIFY_SSM.step(release).source
     if said is None and kind_of(composite.effective(inst).connector) == "nixl" and NIXL_SSM_HMA.at(release):
-        said, step = "AssertionError (`assert self._is_hma_required`)", NIXL_SSM_HMA.step(release)
+        said, source = "AssertionError (`assert self._is_hma_required`)", NIXL_SSM_HMA.step(release).source
     if said is None:
         return None
     message = (f"{model} has Mamba/SSM layers and the hybrid KV cache manager is off ({_off_because(inst)}): vLLM "
                f"{release} does not start ({said})")
-    return message, step.source
+    return message, source
 
 
 @per_body

@@ -65,7 +65,7 @@ def R(text: str) -> Release:  # noqa: N802 - reads like a literal in the span ta
 
 KNOWN: tuple[Release, ...] = tuple(R(t) for t in KNOWN_TEXT)
 OLDEST, NEWEST = KNOWN[0], KNOWN[-1]
-# Where no vllm_version is set, pdlint applies the newest release it knows (DESIGN.md, inventory contract).
+# Where no vllm_version is set, pdlint applies the newest release it knows (README: "The inventory contract").
 DEFAULT = NEWEST
 
 
@@ -155,7 +155,7 @@ class Timeline(Generic[T]):
 
     def __init__(self, what: str, *steps: tuple[str, T, str] | tuple[str, T, str, str]) -> None:
         self.what = what
-        self.steps = tuple(Step(R(step[0]), *step[1:]) for step in steps)  # type: ignore[arg-type]
+        self.steps = tuple(Step(R(step[0]), *step[1:]) for step in steps)
         if list(self.steps) != sorted(self.steps, key=lambda s: s.since):
             raise AssertionError(what)
         self._by_release: dict[Release, Step[T]] = {}  # rules ask per pair: a lookup, not a scan of the steps

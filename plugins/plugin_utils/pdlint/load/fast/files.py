@@ -34,8 +34,8 @@ class Files:
                 while base not in real and os.path.dirname(base) != base:
                     base = os.path.dirname(base)
                 tops[folder] = base if base in real else None
-            base = tops[folder]
-            key = real[base] + text[len(base):] if base is not None else os.path.realpath(text)
+            top = tops[folder]
+            key = real[top] + text[len(top):] if top is not None else os.path.realpath(text)
             if key in self.walked:  # the same file by a second path: composed, as it always was, for its errors
                 compose.compose(text, checked)
                 continue

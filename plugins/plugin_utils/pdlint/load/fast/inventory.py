@@ -84,7 +84,7 @@ class Inventory:
             if name == "ansible_group_priority":
                 try:  # Group.set_variable: int(value), and any failure fails the whole load
                     group.priority = int(raw)
-                except Exception as exc:  # noqa: BLE001 - ansible-core reports it: its message is the load-error
+                except Exception as exc:  # ansible-core reports it: its message is the load-error
                     raise Unsupported(f"ansible_group_priority {raw!r} of group {entity} is not a number") from exc
                 return
             target = group.vars

@@ -51,9 +51,10 @@ def _inventory_file(inv: Inventory, path: str, files: Files) -> None:
         fast_yaml.parse(recorder, data, shown, is_json)  # type: ignore[arg-type]
         memo.put_inventory_ops(path, key, shown, inv.safe_group_names, recorder.ops())
         return
-    text = checked.texts.get(path)
-    if text is None:
+    read = checked.texts.get(path)
+    if read is None:
         raise Unsupported(f"{path}: not read by the preflight")
+    text = read
     if not ext:  # Ansible tries the yaml plugin first on files without an extension
         is_json, data = parse_json(text)
         if is_json and isinstance(data, dict):

@@ -27,8 +27,8 @@ _SCALAR_EVENT, _ALIAS = yaml.ScalarEvent, yaml.AliasEvent
 _MAP_START, _MAP_END = yaml.MappingStartEvent, yaml.MappingEndEvent
 _SEQ_START, _SEQ_END = yaml.SequenceStartEvent, yaml.SequenceEndEvent
 _WORK = 500_000  # origins copied or compared for aliases, anchors and repeated keys; beyond, compose
-_HOLE = object()  # the key a complex key stands for (the mapping holding it is never read)
-_NOWHERE = yaml.Mark("", 0, 0, 0, None, None)  # the mark of _HOLE
+_HOLE: Any = object()  # the key a complex key stands for (the mapping holding it is never read), in a Path
+_NOWHERE = yaml.Mark("", 0, 0, 0, None, 0)  # the mark of _HOLE
 
 
 _new = object.__new__
@@ -70,7 +70,7 @@ class _Frame:
 
     __slots__ = ("value", "path", "scope", "at_key", "key", "key_mark", "firsts", "anchor", "outer")
 
-    def __init__(self, value: Any, path: Path, scope: _Scope | None, is_map: bool) -> None:
+    def __init__(self, value: Any, path: Path, scope: _Scope, is_map: bool) -> None:
         self.value = value
         self.path = path
         self.scope = scope
@@ -217,7 +217,7 @@ class _Values:
         if not self.stack:
             if not is_map or self.root is not None:
                 raise GiveUp  # a document that is not a mapping
-            self.root = _Frame({}, (), None, True)
+            self.root = _Frame({}, (), _Scope(), True)  # a scope never read: top-level values open their own
             self.stack.append(self.root)
             if anchor:
                 self.open.add(anchor)

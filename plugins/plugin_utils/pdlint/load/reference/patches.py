@@ -56,11 +56,11 @@ def winning_keys() -> Iterator[None]:
     for module in modules:
         module.combine_vars = combine  # type: ignore[attr-defined]
     for cls, setter in setters.items():
-        cls.set_variable = rekeyed(setter)  # type: ignore[method-assign]
+        cls.set_variable = rekeyed(setter)
     try:
         yield
     finally:
         for module in modules:
             module.combine_vars = original  # type: ignore[attr-defined]
         for cls, setter in setters.items():
-            cls.set_variable = setter  # type: ignore[method-assign]
+            cls.set_variable = setter
