@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 import vllm_source
 
-pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import model_table  # the generator lives in tools/
 
 from pdlint import cli
 from pdlint.topology import facts
 from pdlint.vllm import model_layers
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 
 def _committed() -> dict:

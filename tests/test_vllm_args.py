@@ -12,10 +12,10 @@ from pdlint.vllm.releases import KNOWN, R
 
 import vllm_source
 
-pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import vllm_args  # the generator lives in tools/
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 ROOTS = vllm_source.roots(KNOWN)
 # An independent reading: every option string written as the first arguments of an add_argument call.

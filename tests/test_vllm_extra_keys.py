@@ -10,10 +10,10 @@ import vllm_source
 from pdlint.vllm import extra_read
 from pdlint.vllm.releases import KNOWN, R
 
-pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import vllm_extra_keys  # the generator lives in tools/
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 ROOTS = vllm_source.roots(KNOWN)
 

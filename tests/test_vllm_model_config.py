@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 import vllm_source
 
-pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import model_table  # fetches the wheel as the table's generator does
 
 from pdlint.vllm import model_config, model_types
 from pdlint.vllm.releases import KNOWN, R, Release
+
+pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 
 ROOTS = vllm_source.roots(KNOWN)
 _AIC = "aiconfigurator-core==0.12.0"
