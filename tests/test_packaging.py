@@ -72,7 +72,7 @@ def test_readme_starts_with_the_newcomer_commands() -> None:
 
 # What the collection ships: these top-level entries and nothing else (no tests, caches or build output).
 SHIPPED = {"MANIFEST.json", "FILES.json", "README.md", "docs", "examples", "meta", "playbooks", "plugins", "roles",
-           "schemas", "pyproject.toml", ".pre-commit-hooks.yaml", ".gitignore", "requirements.txt"}
+           "schemas", "pyproject.toml", ".pre-commit-hooks.yaml", ".gitignore", "requirements.txt", "CHANGELOG.md"}
 CACHES = (".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache", "__pycache__", "node_modules", ".venv")
 
 
