@@ -24,8 +24,9 @@ def _origin(name: Any, sources: Sequence[str], declared: Mapping[str, Origin]) -
         if found is not None:
             return found
     # `[name]` in INI, `name:` in YAML, `"name":` in JSON (ansible-core tags no JSON key)
-    declaring = re.compile(r"^(\s*\[)" + re.escape(name) + r"(:\w+)?\]|^(\s+)" + re.escape(name) + r"\s*:|^(.*?)([\"'])"
-                          + re.escape(name) + r"\5\s*:")
+    quoted = re.escape(name)
+    declaring = re.compile(r"^(\s*\[)" + quoted + r"(:\w+)?\]|^(\s+)" + quoted + r"\s*:|^(.*?)([\"'])" + quoted
+                           + r"\5\s*:")
     for source in sources:
         files = [source] if os.path.isfile(source) else (
             [os.path.join(source, f) for f in sorted(os.listdir(source))] if os.path.isdir(source) else [])

@@ -37,7 +37,8 @@ def by_host(members: Mapping[str, Iterable[str]], roles: Mapping[str, GroupRole]
             continue
         parts = [f"{g} gives {value} ({origin})" for g, (value, origin) in given.items()]
         kept = winner.get(host)
-        origin = next((o for value, o in given.values() if value == kept), next(iter(given.values()))[1])
+        # where Ansible's winner is given, else the first group's (given holds two roles or more: the check above)
+        origin = ([o for value, o in given.values() if value == kept] or [o for _value, o in given.values()])[0]
         yield host, Finding(origin, "deployment[role-conflict]", "error",
                             f"host {host} is in groups that give it different roles: {'; '.join(parts)}; "
                             f"Ansible keeps {kept}",

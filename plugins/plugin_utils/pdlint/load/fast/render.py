@@ -259,7 +259,7 @@ def _to_json(value: Any, *args: Any, **kwargs: Any) -> str:
 
 _FILTERS: dict[str, Callable[..., Any]] = {
     "int": _int,
-    "string": lambda v: _scalar_text(v),
+    "string": _scalar_text,
     "lower": lambda v: _scalar_text(v).lower(),
     "upper": lambda v: _scalar_text(v).upper(),
     "trim": lambda v: _scalar_text(v).strip(),
