@@ -67,7 +67,7 @@ def test_readme_starts_with_the_newcomer_commands() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = readme.split("```sh\n", 1)[1].split("```", 1)[0].splitlines()
     assert block[0].endswith(".venv/bin/pdlint examples/inventory") and "pip install" in block[0]
-    assert block[1] == ".venv/bin/pytest"
+    assert block[1] == ".venv/bin/pytest -n auto"
 
 
 # What the collection ships: these top-level entries and nothing else (no tests, caches or build output).
