@@ -232,3 +232,17 @@ def test_connector_config_reports_unify(connector: str, version: str, model: str
     assert [(f.message, f.severity, f.origin.line, f.origin.column) for f in found] == \
         [(message, "error", line, col) for line, col in where]
     assert all(f.origin.file.endswith("hosts.yml") for f in found)
+
+
+def test_multiconnector_fails_alike(lint) -> None:
+    """unify runs before any connector (or a MultiConnector's children) is built: a composite fails the same."""
+    children = "[{kv_connector: MooncakeConnector}, {kv_connector: OffloadingConnector}]"
+    hosts = _hosts("MultiConnector", "0.32.0", "ibm-granite/granite-4.0-h-tiny", 32, 8,
+                   "    vllm_disable_hybrid_kv_cache_manager: true\n")
+    hosts = hosts.replace("kv_role: kv_producer}", f"kv_role: kv_producer, kv_connector_extra_config: "
+                          f"{{connectors: {children}}}}}").replace(
+        "kv_role: kv_consumer}", f"kv_role: kv_consumer, kv_connector_extra_config: {{connectors: {children}}}}}")
+    found = [f for f in lint(hosts) if f.rule == "connector[config]" and "Mamba/SSM" in f.message]
+    assert [(f.message, f.origin.line, f.origin.column) for f in found] == [(
+        "ibm-granite/granite-4.0-h-tiny has Mamba/SSM layers and the hybrid KV cache manager is off "
+        f"(vllm_disable_hybrid_kv_cache_manager is true): vLLM 0.32.0 does not start ({_PROMOTE})", 9, 5)]
