@@ -153,8 +153,9 @@ class KVCacheSpec:
 
 
 class AttentionSpec(KVCacheSpec):
+    # dcp_sharded: AttentionSpec's own default from 0.31.0 (tests/test_vllm_unify_ssm.py runs the real classes)
     FIELDS: ClassVar[dict[str, Any]] = {"num_kv_heads": 8, "head_size": 64, "head_size_v": 64, "dtype": "bfloat16", "kv_quant_mode": None,
-              "dcp_sharded": False, "use_mla": False}
+              "dcp_sharded": True, "use_mla": False}
 
 
 class FullAttentionSpec(AttentionSpec):

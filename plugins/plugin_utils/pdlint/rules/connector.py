@@ -250,7 +250,7 @@ def config(topo: Topology) -> Iterator[Hit]:
     string "false" enforces it). HMA: explicitly on with a connector lacking
     SupportsHMA (factory.py create_connector), or resolved off for a Mamba/SSM
     hybrid model, which does not start (kv_cache_utils.py
-    unify_hybrid_kv_cache_specs 0.9.1 - 0.30.0; NIXL's worker asserts HMA
+    unify_hybrid_kv_cache_specs 0.9.1 - 0.33.0; NIXL's worker asserts HMA
     for Mamba layers from 0.18.0). Mamba/SSM layers need the DS conv-state
     layout (VLLM_SSM_CONV_STATE_LAYOUT=DS; SD when unset): NIXL asserts it
     from 0.20.0, MoRIIO raises in read mode from 0.31.0 and in both modes

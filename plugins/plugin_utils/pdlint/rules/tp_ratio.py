@@ -147,7 +147,10 @@ def nixl(topo: Topology) -> Iterator[Hit]:
     until 0.24.0; Mamba/SSM models need equal TP in 0.18.0 - 0.19.1; PP > 1
     is unsupported before 0.26.0 (unchecked), and from 0.26.0 a decode with
     PP > 1 fails (NotImplementedError for kv_consumer; prefill PP > 1 needs
-    NixlPushConnector until 0.29.0). docs/rules-provenance.md lists the spans.
+    NixlPushConnector until 0.29.0); from 0.31.0 a push prefill with PP > 1
+    that routes by layer region (HMA on with sliding-window layers, or a
+    block-outermost VLLM_KV_CACHE_LAYOUT) refuses a larger decode TP
+    (NotImplementedError, MLA exempt). docs/rules-provenance.md lists the spans.
 
     PASS:
 

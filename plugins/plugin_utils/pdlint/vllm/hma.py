@@ -26,10 +26,16 @@ UNIFY_SSM: Timeline[str | None] = history("connector[config]", Timeline(
                "unified type.\""), _U, "attention and Mamba/SSM layers cannot be unified: the engine does not start"),
     ("0.27.0", "ValueError \"Failed to promote local KV cache specs to one unified type.\"",
      f"{_U} -> _promote_local_kv_cache_specs", "the promotion raises: the engine does not start"),
-    ("0.31.0", None, (f"{_U} (0.33.0+ v1/core/kv_cache_planning.py): attention and Mamba/SSM layers are promoted "
-                      "apart (`groups[replicated]`), so nothing raises"), "the engine starts (NIXL still asserts HMA: the step below)"),
+    # 0.31.0 groups the specs by `isinstance(spec, AttentionSpec) and not spec.dcp_sharded` before promoting each
+    # group, but AttentionSpec.dcp_sharded defaults to True and MambaSpec (a KVCacheSpec) to False: both land in the
+    # False group, which still mixes attention and Mamba. Only a DCP=1 draft under DCP > 1 is replicated.
+    ("0.31.0", "ValueError \"Failed to promote local KV cache specs to one unified type.\"",
+     (f"{_U} (0.33.0+ v1/core/kv_cache_planning.py) -> _promote_local_kv_cache_specs per `not spec.dcp_sharded` "
+      "group; v1/kv_cache_interface.py AttentionSpec.dcp_sharded = True, KVCacheSpec.dcp_sharded = False (MambaSpec)"),
+     "attention and Mamba/SSM layers share the sharded group and its promotion raises: the engine does not start"),
 ))
-# NIXL's worker asserts HMA whenever the KV cache has Mamba groups; it only decides where the step above does not.
+# NIXL's worker asserts HMA whenever the KV cache has Mamba groups; it only decides where the step above does not
+# (the connector is built from the KV cache config, after get_kv_cache_configs: gpu_worker.initialize_from_config).
 NIXL_SSM_HMA: Timeline[bool] = history("connector[config]", Timeline(
     "NIXL with a Mamba/SSM model and the hybrid KV cache manager off",
     ("0.8.5", False, "v1/nixl_connector.py NixlConnectorWorker.__init__ (no Mamba support)", "not checked"),

@@ -85,7 +85,9 @@ def moriio_start(inst: Instance) -> list[tuple[str, str, str, str]]:
     if scheduler:
         found.append(scheduler)
     ds = MORIIO_DS.at(release)
-    if inst.facts.ssm and (ds == "any" or ds == "read" and read) and conv_layout(inst) not in ("DS", None):
+    # HMA off: unify_hybrid_kv_cache_specs raises (hma.off_failure) before register_kv_caches reads the layout
+    if inst.facts.ssm and (ds == "any" or ds == "read" and read) and conv_layout(inst) not in ("DS", None) \
+            and hma.off_failure(inst) is None:
         message = (f"{inst.model or 'the model'} has Mamba/SSM layers and {_layout_said(inst)}: MoRIIO in vLLM "
                    f"{release} raises MoRIIOError in register_kv_caches (\"MoRIIO KDA conv transfer requires the DS "
                    f"(dim-first) state layout; set {CONV_ENV}=DS\")")

@@ -109,6 +109,7 @@ def pair(p: Side, d: Side) -> Iterator[Problem]:
     yield from gqa_split(p, d)
     yield from replication(p, d)
     yield from nixl_pp.pipeline(p, d)
+    yield from nixl_pp.push_region_tp(p, d, nixl_layout.layout(p))
     yield from block_size(p, d)
     yield from nixl_layout.problems(p, d, checker(p, d))
 

@@ -66,6 +66,46 @@ PP_SSM: Timeline[str | None] = history("tp-ratio[nixl]", Timeline(
      "PP > 1 on a Mamba/SSM model: NotImplementedError, push included"),
 ))
 
+# A push prefill with PP > 1 routes KV by layer region (`_transfer_layer_region_indices`, set by _set_region_layers
+# when _requires_layer_name_routing: pp_size > 1 and _tracks_region_layers, i.e. _supports_pp_hma (the push worker)
+# and (_is_hma_required or _has_packed_cache) and not _has_mamba); add_remote_agent on the prefill then refuses a
+# larger decode TP (remote_tp_size > transfer_topo.tp_size) unless MLA.
+PUSH_REGION_TP: Timeline[bool] = history("tp-ratio[nixl]", Timeline(
+    "NIXL push by layer region (PP > 1 prefill) with decode TP > prefill TP",
+    ("0.9.0", False, f"{_OLD}", "no layer-region routing"),
+    ("0.31.0", True, (f"{_W24}.add_remote_agent (`if self._transfer_layer_region_indices:` ... `remote_tp_size > "
+                      "transfer_topo.tp_size and not self.use_mla`), _set_region_layers, _tracks_region_layers; "
+                      "v1/kv_cache_layout.py KVCacheLayout.is_block_outermost"),
+     ("NixlPushConnector, prefill PP > 1, HMA on with sliding-window layers or a block-outermost VLLM_KV_CACHE_LAYOUT "
+      "(BLHNC, BLNHC, BHLNC), not MLA, decode TP > prefill TP: NotImplementedError at the first push")),
+))
+_PACKED = frozenset(("BLHNC", "BLNHC", "BHLNC"))  # KVCacheLayout members whose outermost dimension is B
+
+
+def by_region(p: Side, packed: bool) -> str | None:
+    """Why a push prefill routes KV by layer region in its release (None: it routes by region index)."""
+    if not PUSH_REGION_TP.at(p.release) or not is_push(p) or p.pp <= 1 or p.ssm is not False:
+        return None  # Mamba/SSM under PP > 1 is refused earlier (PP_SSM); unknown SSM: no verdict
+    if p.hma_on and p.sliding_window:
+        return f"the hybrid KV cache manager on a model with sliding-window ({p.sliding_window}) layers"
+    if packed:
+        return f"the block-outermost VLLM_KV_CACHE_LAYOUT {p.getenv('VLLM_KV_CACHE_LAYOUT')}"
+    return None
+
+
+def push_region_tp(p: Side, d: Side, layout: str | None) -> Iterator[Problem]:
+    """Decode TP above prefill TP where the push prefill routes by layer region (layout: the prefill's
+    VLLM_KV_CACHE_LAYOUT as nixl_layout.layout reads it, None when the backend chooses it)."""
+    why = by_region(p, layout in _PACKED)
+    if why is None or p.mla is not False or d.tp <= p.tp:
+        return
+    message = (f"decode TP {d.tp} is larger than prefill TP {p.tp} with {PUSH}, prefill pipeline_parallel_size "
+               f"{p.pp} and {why}: the prefill pushes KV by layer region, and NIXL in vLLM {p.release} raises "
+               "NotImplementedError at its first push (\"Attention-HMA push does not support decode TP greater than "
+               "prefill TP yet\")")
+    yield Problem("tp-ratio[nixl]", "decode", ("tensor_parallel_size",), message,
+                  PUSH_REGION_TP.step(p.release).source)
+
 
 def is_push(side: Side) -> bool:
     return side.connector == PUSH
