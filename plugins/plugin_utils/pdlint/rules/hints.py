@@ -102,13 +102,14 @@ def valid_tp(nodes: Nodes, engine: Engine, side: vpair.Side, other: vpair.Side, 
 
 def tp_hint(nodes: Nodes, p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side) -> str | None:
     """"use decode TP 4 or 8", else a prefill TP, else None when no TP size fixes the pair."""
-    decode = valid_tp(nodes, d, sd, sp, sd.tp)
-    if decode:
-        return f"use decode TP {words(decode)}"
-    prefill = valid_tp(nodes, p, sp, sd, sp.tp)
-    if prefill:
-        return f"use prefill TP {words(prefill)}"
-    return None
+    return side_hint(nodes, d, sd, sp) or side_hint(nodes, p, sp, sd)
+
+
+def side_hint(nodes: Nodes, engine: Engine, side: vpair.Side, other: vpair.Side) -> str | None:
+    """tp_hint's half for one engine: "use decode TP 4 or 8" (its role), None when no size of its fixes the pair.
+    It reads the engine and the two Sides only, so a pair's hint is its decode's, else its prefill's."""
+    found = valid_tp(nodes, engine, side, other, side.tp)
+    return f"use {side.role} TP {words(found)}" if found else None
 
 
 def tp_origin(engine: Engine) -> Origin | None:
