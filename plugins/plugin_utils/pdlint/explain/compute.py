@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..finding import Finding
 from ..hostvars import HostVars
+from ..rules import deployment, pd_mismatch_hashed
 from ..rules.pairs import Block, blocks, judged
 from ..topology.types import Deployment, Engine, Topology
 from ..vllm import moriio, nixl, parallel, parallel_config, ports, ranks, registry
@@ -15,7 +16,9 @@ from .model import DeploymentView, EngineView, Explanation, Link, ModelView, Pai
 from .vaulted import MASK, RANK_MAP, SHAPE, WHY, Vault
 from .why import why
 
-_PAIR_RULES = ("deployment[connector]",)
+# The pair rules outside the vllm layer's problems (rules/deployment.py, rules/pd_mismatch_hashed.py): a finding of
+# theirs on both sides of a pair is the pair's, and rejects it as the lint does.
+_PAIR_RULES = (deployment.connector.id, *pd_mismatch_hashed.PAIR_RULES)
 
 
 def explain(topology: Topology, findings: Sequence[Finding], hosts: Sequence[HostVars] = (),
@@ -66,7 +69,7 @@ def _deployment(dep: Deployment, findings: list[Finding], rows: list[list[Block]
             on_p.intersection(f.hosts)) and bool(on_d.intersection(f.hosts)))
         view = _pair(p, d, sp, sd, mine)
         if found:  # judged: both sides on one connector class
-            view = dataclasses.replace(view, why=why(p, d, sp, sd, problems, findings))
+            view = dataclasses.replace(view, why=why(p, d, sp, sd, problems, findings, mine))
         if len(ps) > 1 or len(ds) > 1:  # a class of pairs: every engine of each side named
             view = dataclasses.replace(view, prefill_engines=tuple(e.lead.instance_id for e in ps),
                                        decode_engines=tuple(e.lead.instance_id for e in ds))

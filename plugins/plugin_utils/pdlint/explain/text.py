@@ -81,10 +81,10 @@ def pair_lines(pair: PairView, colour: bool) -> list[str]:
     else:  # a class of pairs: one verdict, the first pair's rank map, every engine named
         out = [f"  {pair.count} pairs {_few(pair.prefill_engines or (pair.prefill,))} -> "
                f"{_few(pair.decode_engines or (pair.decode,))}: {status} ({how})"]
-        for role, names in (("prefill", pair.prefill_engines or (pair.prefill,)),
-                            ("decode", pair.decode_engines or (pair.decode,))):
-            out.extend(textwrap.wrap(f"{role} ({len(names)}): {', '.join(names)}", WIDTH, initial_indent="    ",
-                                     subsequent_indent="      ", break_on_hyphens=False))
+        for role, names in (("prefill", pair.prefill_engines), ("decode", pair.decode_engines)):
+            if len(names) > 2:  # the heading names two at most
+                out.extend(textwrap.wrap(f"{role} ({len(names)}): {', '.join(names)}", WIDTH,
+                                         initial_indent="    ", subsequent_indent="      ", break_on_hyphens=False))
     if pair.acks is not None:
         out.append(f"    each prefill rank waits for {acks_text(pair)} per request")
     if pair.note:
