@@ -131,7 +131,7 @@ def joint_sizes(nodes: Nodes, engine: Engine, side: vpair.Side,
     origin = tp_origin(engine)
     shared = [(o, so) for _unused, o, so in links if origin is not None and tp_origin(o) == origin]
     found: list[tuple[int, tuple[tuple[Engine, int], ...]]] = []
-    for tp in sorted(range(1, _LIMIT + 1), key=lambda n: (abs(n - side.tp), -n)):
+    for tp in _by_distance(side.tp):
         if not (own_ok(engine, side, tp) and all(own_ok(o, so, tp) for o, so in shared)):
             continue
         sizes = {id(engine): (engine, tp), **{id(o): (o, tp) for o, _unused in shared}}
@@ -142,7 +142,7 @@ def joint_sizes(nodes: Nodes, engine: Engine, side: vpair.Side,
             elif own_ok(partner, so, so.tp):
                 ok = pair_ok(own, so, tp)
             else:
-                options = [n for n in sorted(range(1, _LIMIT + 1), key=lambda n: (abs(n - so.tp), -n))
+                options = [n for n in _by_distance(so.tp)
                            if own_ok(partner, so, n) and pair_ok(own, so, tp, n)
                            and nodes.fits({**sizes, id(partner): (partner, n)})]
                 ok = bool(options)
@@ -157,6 +157,12 @@ def joint_sizes(nodes: Nodes, engine: Engine, side: vpair.Side,
                 if len(found) == 2:
                     break
     return sorted(found, key=lambda f: f[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _by_distance(tp: int) -> tuple[int, ...]:
+    """Every TP size a hint considers, nearest tp first (ties: the larger): asked once per engine, so kept."""
+    return tuple(sorted(range(1, _LIMIT + 1), key=lambda n: (abs(n - tp), -n)))
 
 
 def joint_hint(nodes: Nodes, engine: Engine, side: vpair.Side, links: list[Link]) -> str | None:
