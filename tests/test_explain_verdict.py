@@ -132,7 +132,8 @@ def test_every_format_says_rejected(grids: list[tuple[list[Finding], Explanation
 def _fleet(path: Path) -> None:
     """3 prefill x 5 decode engines alike in what pair rules read, each host listening on ports of its own."""
     hosts = {f"{role[0]}{i}": {"vllm_pd_role": role, "vllm_port": 8000 + i,
-                               "vllm_env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": f"10.0.0.{i}", "UCX_NET_DEVICES": f"mlx5_{i}"},
+                               "vllm_env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": f"10.0.0.{i}",
+                                            "UCX_NET_DEVICES": f"mlx5_{i}"},
                                "vllm_tensor_parallel_size": 2 if role == "prefill" else 4}
              for role, count in (("prefill", 3), ("decode", 5)) for i in range(count)}
     hosts["d4"]["vllm_tensor_parallel_size"] = 3  # a class of its own, rejected (tp-ratio, heads)

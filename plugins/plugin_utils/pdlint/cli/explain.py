@@ -53,7 +53,8 @@ def model(args: argparse.Namespace) -> Explanation | int:
             return 2
         result = engine.lint(loaded, config, Files.of(sources))
         found = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
-        parts.append(dataclasses.replace(compute(result.topology, found, loaded, args.all_pairs), mapped=mapped_lines(result.hosts)))
+        shown = compute(result.topology, found, loaded, args.all_pairs)
+        parts.append(dataclasses.replace(shown, mapped=mapped_lines(result.hosts)))
     return Explanation(tuple(d for p in parts for d in p.deployments), tuple(f for p in parts for f in p.findings),
                        tuple(line for p in parts for line in p.mapped))
 
