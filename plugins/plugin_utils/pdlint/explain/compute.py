@@ -75,8 +75,11 @@ def _deployment(dep: Deployment, findings: list[Finding], rows: list[list[Block]
                                        decode_engines=tuple(e.lead.instance_id for e in ds))
         pairs.append(_masked_pair(view, ps, ds, vault))
     views = []
+    sets = {id(f): frozenset(f.hosts) for f in left}  # each finding's hosts once, not once per engine
     for e in engines:
-        mine = _take(left, lambda f, e=e: set(f.hosts) <= set(e.hosts) and _only(f, e, engines))
+        own = frozenset(e.hosts)  # a finding of more hosts than the engine has is not its own
+        mine = _take(left, lambda f, own=own, e=e: len(sets[id(f)]) <= len(own) and sets[id(f)] <= own
+                     and _only(f, e, engines))
         views.append(_engine(e, mine, vault))
     releases = tuple(sorted({v.release for v in views}))
     every = [i for e in engines for i in e.instances]
