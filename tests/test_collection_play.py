@@ -270,7 +270,8 @@ def test_explain_filter_returns_the_cli_model(collections: Path, tmp_path: Path)
     def pairs(doc: dict) -> list[tuple[object, ...]]:
         return [(d["name"], p["prefill"], p["decode"], p["status"], p["acks"], json.dumps(p["links"]),
                  [f["rule"] for f in p["findings"]]) for d in doc["deployments"] for p in d["pairs"]]
-    assert pairs(from_play) == pairs(json.loads(cli.stdout)) and len(pairs(from_play)) == 4
+    # llama70b-chat's two decode engines pair alike: one class of 2 pairs (--all-pairs lists 4 pairs)
+    assert pairs(from_play) == pairs(json.loads(cli.stdout)) and len(pairs(from_play)) == 3
 
 
 def test_role_writes_the_explain_html_even_when_the_check_fails(collections: Path, tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ HMA_OFF = [
     (True, dep("LMCacheConnectorV1", "0.27.0")),  # not SupportsHMA: off; _promote_local_kv_cache_specs raises
     (True, dep("LMCacheConnectorV1", "0.31.0")),  # 0.31+: attention and Mamba share the dcp_sharded group: raises
     (True, dep("NixlConnector", "0.33.0", disable_hybrid_kv_cache_manager=True)),  # NIXL asserts HMA
-    (True, dep("MooncakeConnector", "0.33.0", disable_hybrid_kv_cache_manager=True)),  # issue 33: unify raises
+    (True, dep("MooncakeConnector", "0.33.0", disable_hybrid_kv_cache_manager=True)),  # unify raises
     (True, dep("NixlConnector", "0.12.0")),  # 0.9.1 - 0.12: any connector forces it off
     (False, dep("LMCacheConnectorV1", "0.27.0", model=SLIDING)),  # sliding-window layers become full attention
 ]

@@ -77,7 +77,7 @@ def test_sharing_changes_no_finding(shape: str, tmp_path: Path, monkeypatch: pyt
 _PLACES = {"host", "node", "instance_id", "label", "deployment"}
 # rule helpers whose answers are kept per body (per_body), besides every function of the vllm layer
 _RULE_HELPERS = {"connector.py": ("_config_problems", "_other_problems", "_moriio_problems", "_hma_problems"),
-                 "pairs.py": ("_side_of",), "parallel.py": ("_violations",),
+                 "pairs.py": ("_side_of", "pair_key"), "parallel.py": ("_violations",),
                  "connector_keys.py": ("_no_effect",)}
 # what each_body asks once per body (rules/base.py): the same holds
 _DECIDED = {"connector.py": ("_unknown_problems", "_unknown_hint", "_out_of_tree", "_known_config_problems"),

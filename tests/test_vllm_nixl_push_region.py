@@ -1,4 +1,4 @@
-"""NIXL push by layer region with decode TP > prefill TP, against each release's own code (issue 33 item 10).
+"""NIXL push by layer region with decode TP > prefill TP, against each release's own code.
 
 From v1/nixl/base_worker.py of every release that has it (0.24.0 - 0.33.0) are run as vLLM wrote them: the
 `self._is_hma_required = ...` and `self._has_packed_cache = ...` statements of NixlBaseConnectorWorker, its

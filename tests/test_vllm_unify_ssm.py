@@ -1,4 +1,4 @@
-"""A Mamba/SSM hybrid with the hybrid KV cache manager off, against each release's own code (issue 33 item 9).
+"""A Mamba/SSM hybrid with the hybrid KV cache manager off, against each release's own code.
 
 For every release with a V1 MambaSpec (0.9.2 - 0.33.0) v1/kv_cache_interface.py runs as vLLM wrote it (its module
 body executed with torch and the vllm imports replaced by stand-ins: a torch namespace, get_dtype_size 2, a

@@ -26,6 +26,9 @@ def _parser() -> argparse.ArgumentParser:
                      "output format (default: text)", lint=False)
     ap.add_argument("--deployment", action="append", default=[], metavar="NAME",
                     help="explain only this deployment (repeatable)")
+    ap.add_argument("--all-pairs", action="store_true",
+                    help="list every prefill/decode engine pair; by default pairs that the rules judge as one "
+                         "(engines alike in all a pair rule reads) are shown once, as a class naming its engines")
     ap.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     return ap
 
@@ -50,7 +53,8 @@ def model(args: argparse.Namespace) -> Explanation | int:
             return 2
         result = engine.lint(loaded, config, Files.of(sources))
         found = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
-        parts.append(dataclasses.replace(compute(result.topology, found, loaded), mapped=mapped_lines(result.hosts)))
+        shown = compute(result.topology, found, loaded, args.all_pairs)
+        parts.append(dataclasses.replace(shown, mapped=mapped_lines(result.hosts)))
     return Explanation(tuple(d for p in parts for d in p.deployments), tuple(f for p in parts for f in p.findings),
                        tuple(line for p in parts for line in p.mapped))
 

@@ -6,9 +6,10 @@ import json
 from typing import Any
 
 from ..finding import Finding
-from .model import DeploymentView, Explanation
+from .model import DeploymentView, Explanation, PairView
 
 VERSION = 1  # of the JSON shape; bump when a key changes meaning
+_CLASS_ONLY = frozenset(("prefill_engines", "decode_engines"))
 
 
 def as_dict(expl: Explanation) -> dict[str, Any]:
@@ -26,6 +27,9 @@ def _deployment(dep: DeploymentView) -> dict[str, Any]:
 def _plain(value: Any) -> Any:
     if isinstance(value, Finding):
         return value.as_dict()
+    if isinstance(value, PairView):  # one pair: no engine lists (a class of pairs names its engines)
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if f.name not in _CLASS_ONLY or getattr(value, f.name)}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (tuple, list)):

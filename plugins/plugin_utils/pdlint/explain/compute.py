@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..finding import Finding
 from ..hostvars import HostVars
-from ..rules.pairs import checked
+from ..rules import deployment, pd_mismatch_hashed
+from ..rules.pairs import Block, blocks, judged
 from ..topology.types import Deployment, Engine, Topology
 from ..vllm import moriio, nixl, parallel, parallel_config, ports, ranks, registry
 from ..vllm import pair as vpair
@@ -15,19 +16,25 @@ from .model import DeploymentView, EngineView, Explanation, Link, ModelView, Pai
 from .vaulted import MASK, RANK_MAP, SHAPE, WHY, Vault
 from .why import why
 
-_PAIR_RULES = ("deployment[connector]",)
+# The pair rules outside the vllm layer's problems (rules/deployment.py, rules/pd_mismatch_hashed.py): a finding of
+# theirs on both sides of a pair is the pair's, and rejects it as the lint does.
+_PAIR_RULES = (deployment.connector.id, *pd_mismatch_hashed.PAIR_RULES)
 
 
-def explain(topology: Topology, findings: Sequence[Finding], hosts: Sequence[HostVars] = ()) -> Explanation:
+def explain(topology: Topology, findings: Sequence[Finding], hosts: Sequence[HostVars] = (),
+            all_pairs: bool = False) -> Explanation:
     """The explain model of topology, with each finding attached to the element it concerns; what would show
-    a vault-decrypted value of hosts (the hosts checked) is <vaulted>."""
+    a vault-decrypted value of hosts (the hosts checked) is <vaulted>. Pairs are shown by pair class (the rules'
+    unit, rules/pairs.py Block: one verdict for every pair of its engines); all_pairs: each engine pair."""
     vault = Vault(hosts)
     by_dep: dict[str | None, list[Finding]] = {}
     for f in findings:
         by_dep.setdefault(f.deployment, []).append(f)
-    # The pairs the rules checked, with their Sides and problems: explain shows what the rules judged.
-    judged = {(id(p), id(d)): (sp, sd, problems) for p, d, sp, sd, problems in checked(topology)}
-    deployments = tuple(_deployment(dep, _of(dep, by_dep, vault), judged, vault) for dep in topology.deployments)
+    # The Blocks the rules judged, with their Sides and problems: explain shows what the rules judged.
+    verdicts: Judged = {id(block): (sp, sd, problems) for group, sp, sd, problems in judged(topology)
+                        for block in group}
+    deployments = tuple(_deployment(dep, _of(dep, by_dep, vault), rows, verdicts, vault, all_pairs)
+                        for dep, (_p, _d, rows) in zip(topology.deployments, blocks(topology)))
     loose = tuple(sorted(f for fs in by_dep.values() for f in fs))
     return vault.strings(Explanation(deployments, loose))
 
@@ -43,31 +50,56 @@ def _of(dep: Deployment, by_dep: dict[str | None, list[Finding]], vault: Vault) 
     return mine
 
 
-Judged = dict[tuple[int, int], tuple[vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]]
+Judged = dict[int, tuple[vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]]
 
 
-def _deployment(dep: Deployment, findings: list[Finding], judged: Judged, vault: Vault) -> DeploymentView:
+def _deployment(dep: Deployment, findings: list[Finding], rows: list[list[Block]], verdicts: Judged, vault: Vault,
+                all_pairs: bool) -> DeploymentView:
     engines = (*dep.prefill, *dep.decode)
     left = list(findings)
     pairs = []
-    for p, d in dep.pairs():
-        found = judged.get((id(p), id(d)))
+    for block, ps, ds in _shown(dep, rows, all_pairs):
+        found = verdicts.get(id(block))
+        p, d = ps[0], ds[0]  # the Block's verdict is one for all its pairs: its first pair's engines stand for it
         # A pair the rules do not check (another class on each side, unknown values): shown, with no problems.
         sp, sd, problems = found if found else (vpair.Side.of(p.lead), vpair.Side.of(d.lead), ())
         rules = {pr.rule for pr in problems} | set(_PAIR_RULES)
-        mine = _take(left, lambda f, rules=rules, p=p, d=d: f.rule in rules and _touches(f, p) and _touches(f, d))  # type: ignore[misc]
+        on_p, on_d = _hosts_of(ps), _hosts_of(ds)
+        mine = _take(left, lambda f, rules=rules, on_p=on_p, on_d=on_d: f.rule in rules and bool(  # type: ignore[misc]
+            on_p.intersection(f.hosts)) and bool(on_d.intersection(f.hosts)))
         view = _pair(p, d, sp, sd, mine)
         if found:  # judged: both sides on one connector class
-            view = dataclasses.replace(view, why=why(p, d, sp, sd, problems, findings))
-        pairs.append(_masked_pair(view, p, d, vault))
+            view = dataclasses.replace(view, why=why(p, d, sp, sd, problems, findings, mine))
+        if len(ps) > 1 or len(ds) > 1:  # a class of pairs: every engine of each side named
+            view = dataclasses.replace(view, prefill_engines=tuple(e.lead.instance_id for e in ps),
+                                       decode_engines=tuple(e.lead.instance_id for e in ds))
+        pairs.append(_masked_pair(view, ps, ds, vault))
     views = []
+    sets = {id(f): frozenset(f.hosts) for f in left}  # each finding's hosts once, not once per engine
     for e in engines:
-        mine = _take(left, lambda f, e=e: set(f.hosts) <= set(e.hosts) and _only(f, e, engines))  # type: ignore[misc]
+        own = frozenset(e.hosts)  # a finding of more hosts than the engine has is not its own
+        mine = _take(left, lambda f, own=own, e=e: len(sets[id(f)]) <= len(own)  # type: ignore[misc]
+                     and sets[id(f)] <= own and _only(f, e, engines))
         views.append(_engine(e, mine, vault))
     releases = tuple(sorted({v.release for v in views}))
     every = [i for e in engines for i in e.instances]
     return DeploymentView(vault.value(every, "pd_deployment", dep.name), releases, tuple(views), tuple(pairs),
                           tuple(sorted(left)), _models(engines, views, vault))
+
+
+def _shown(dep: Deployment, rows: list[list[Block]],
+           all_pairs: bool) -> list[tuple[Block, tuple[Engine, ...], tuple[Engine, ...]]]:
+    """The pairs to show: each Block (a class of pairs), or each engine pair in the deployment's order, with the
+    Block it belongs to (its verdict). Only all_pairs walks prefill x decode engines: the output is that long."""
+    if not all_pairs:
+        return [(block, block.prefill, block.decode) for row in rows for block in row]
+    row_of = {id(e): i for i, row in enumerate(rows) for e in row[0].prefill}
+    column_of = {id(e): j for j, block in enumerate(rows[0]) for e in block.decode} if rows else {}
+    return [(rows[row_of[id(p)]][column_of[id(d)]], (p,), (d,)) for p in dep.prefill for d in dep.decode]
+
+
+def _hosts_of(engines: tuple[Engine, ...]) -> set[str]:
+    return {host for engine in engines for host in engine.hosts}
 
 
 def _models(engines: Sequence[Engine], views: Sequence[EngineView], vault: Vault) -> tuple[ModelView, ...]:
@@ -126,11 +158,13 @@ def _engine(e: Engine, findings: tuple[Finding, ...], vault: Vault) -> EngineVie
                       e.hosts, tuple(workers), binds, findings)
 
 
-def _masked_pair(view: PairView, p: Engine, d: Engine, vault: Vault) -> PairView:
-    """The pair as shown: no rank map (nor acks) where it would show a vaulted TP or model; vaulted names masked."""
+def _masked_pair(view: PairView, ps: tuple[Engine, ...], ds: tuple[Engine, ...], vault: Vault) -> PairView:
+    """The pair (or class of pairs) as shown: no rank map (nor acks) where it would show a vaulted TP or model;
+    vaulted names masked."""
     if not vault:
         return view
-    both = (*p.instances, *d.instances)
+    p, d = ps[0], ds[0]
+    both = tuple(i for e in (*ps, *ds) for i in e.instances)
     hide = vault.any(both, *RANK_MAP, "kv_transfer_config")
     hide_why = vault.any(both, *WHY)
     note = "rank map not shown: it would show vault-encrypted values" if hide and view.links else view.note

@@ -90,6 +90,9 @@ def _pair(pair: PairView, engines: dict[str, EngineView]) -> str:
     acks = f"; {_e(acks_text(pair))} per prefill rank" if pair.acks is not None else ""
     out = [(f'<h3>{_e(pair.prefill)} &rarr; {_e(pair.decode)}: <span class="{_e(pair.status)}">{_e(pair.status)}</span>'
            f" <small>({_e(how)}){acks}</small></h3>")]
+    if pair.count > 1:  # a class of pairs: one verdict, the first pair's rank map
+        ps, ds = pair.prefill_engines or (pair.prefill,), pair.decode_engines or (pair.decode,)
+        out.append(f"<p>{pair.count} pairs, one verdict: prefill {_e(', '.join(ps))}; decode {_e(', '.join(ds))}</p>")
     if pair.note:
         out.append(f"<p>{_e(pair.note)}</p>")
     p, d = engines[pair.prefill], engines[pair.decode]

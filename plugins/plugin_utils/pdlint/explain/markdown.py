@@ -56,7 +56,8 @@ def deployment(dep: DeploymentView) -> list[str]:
         how = p.mode + f" (vLLM {p.release})" if p.mode else cell(p.note or "")
         acks = acks_text(p) or "-"
         rules = ", ".join(f"`{f.rule}`" for f in p.findings) or "-"
-        out.append(f"| `{code(p.prefill)}` -> `{code(p.decode)}` | {status} | {how} | {acks} | {rules} |")
+        out.append(f"| {_side(p.prefill, p.prefill_engines)} -> {_side(p.decode, p.decode_engines)}"
+                   f"{f' ({p.count} pairs)' if p.count > 1 else ''} | {status} | {how} | {acks} | {rules} |")
     out += ["", *mermaid(dep), ""]
     for p in dep.pairs:
         out += why_markdown(p)
@@ -68,6 +69,11 @@ def deployment(dep: DeploymentView) -> list[str]:
                 *(f for p in dep.pairs for f in p.findings)]
     out += [f"- **{f.rule}** ({f.severity}) `{code(f.origin)}`: {cell(f.message)}" for f in sorted(findings)]
     return out + ([""] if findings else [])
+
+
+def _side(first: str, engines: tuple[str, ...]) -> str:
+    """A pair's side in the pairs table: `p1`, or a class's `p1`, `p2` (every engine, one verdict)."""
+    return ", ".join(f"`{code(name)}`" for name in (engines or (first,)))
 
 
 def why_markdown(pair: PairView) -> list[str]:

@@ -77,7 +77,15 @@ def _findings(findings: Sequence[Finding], colour: bool, indent: int = 4) -> lis
 def pair_lines(pair: PairView, colour: bool) -> list[str]:
     status = _paint(pair.status.upper(), _RED, colour) if pair.status == "rejected" else _paint("ok", _GREEN, colour)
     how = ", ".join(x for x in (pair.connector or "no connector", pair.mode, f"vLLM {pair.release}") if x)
-    out = [f"  pair {pair.prefill} -> {pair.decode}: {status} ({how})"]
+    if pair.count == 1:
+        out = [f"  pair {pair.prefill} -> {pair.decode}: {status} ({how})"]
+    else:  # a class of pairs: one verdict, the first pair's rank map, every engine named
+        out = [f"  {pair.count} pairs {_few(pair.prefill_engines or (pair.prefill,))} -> "
+               f"{_few(pair.decode_engines or (pair.decode,))}: {status} ({how})"]
+        for role, names in (("prefill", pair.prefill_engines), ("decode", pair.decode_engines)):
+            if len(names) > 2:  # the heading names two at most
+                out.extend(textwrap.wrap(f"{role} ({len(names)}): {', '.join(names)}", WIDTH,
+                                         initial_indent="    ", subsequent_indent="      ", break_on_hyphens=False))
     if pair.acks is not None:
         out.append(f"    each prefill rank waits for {acks_text(pair)} per request")
     if pair.note:
@@ -86,6 +94,11 @@ def pair_lines(pair: PairView, colour: bool) -> list[str]:
         rows = [(d, ",".join(map(str, ranks)), heads) for d, ranks, heads in rank_rows(pair)]
         out += table(("decode rank", "prefill ranks", "KV heads moved"), rows)
     return out + why_lines(pair, colour) + _findings(pair.findings, colour)
+
+
+def _few(names: tuple[str, ...]) -> str:
+    """`p1`, `p1, p2`, `p1 and 4 more`: a class's side in its heading."""
+    return ", ".join(names) if len(names) <= 2 else f"{names[0]} and {len(names) - 1} more"
 
 
 def why_lines(pair: PairView, colour: bool) -> list[str]:

@@ -12,8 +12,10 @@ from collections.abc import Iterable, Sequence
 from ..finding import Finding
 from ..rules.connector import start_problems
 from ..topology.types import Engine, Instance, ModelFacts
-from ..vllm import hma, model_layers, mooncake, moriio, moriio_config, nixl, nixl_pp, registry
+from ..vllm import (history, hma, model_layers, mooncake, moriio, moriio_config, nixl, nixl_channel, nixl_pp,
+                    registry)
 from ..vllm import pair as vpair
+from ..vllm.releases import Release
 from .model import Dimension, WhyLine
 
 HMA_FIELD = "disable_hybrid_kv_cache_manager"
@@ -35,13 +37,38 @@ def self_collision(f: Finding) -> bool:
 
 
 def why(p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side, problems: Sequence[vpair.Problem],
-        findings: Iterable[Finding]) -> tuple[Dimension, ...]:
-    """The HMA, model-kind and PP/DP blocks of a pair both of whose sides use one connector class; findings: the
-    deployment's (its port collisions are read)."""
+        findings: Iterable[Finding], own: Sequence[Finding] = ()) -> tuple[Dimension, ...]:
+    """The HMA, model-kind and PP/DP blocks of a pair both of whose sides use one connector class, and a "KV
+    transfer" block when a pair rule fails it in none of those; findings: the deployment's (its port collisions are
+    read); own: the findings explain attached to the pair, the lint's verdict: each error is a line of the block."""
     starts = {role: start_problems(e.lead, sp.release if role == "prefill" else sd.release)
               for role, e in (("prefill", p), ("decode", d))}
     collisions = [f for f in findings if self_collision(f) and any(set(f.hosts) <= set(e.hosts) for e in (p, d))]
-    return (_hma(p, d, starts), _model(p, d, starts, problems), _parallel(sp, sd, problems, collisions))
+    dims = [_hma(p, d, starts), _model(p, d, starts, problems), _parallel(sp, sd, problems, collisions)]
+    said = {line.text for dim in dims for line in dim.lines if line.verdict}
+    rest = [f for f in own if f.severity == "error" and f.message not in said]
+    sources = {pr.message: pr.source for pr in problems}
+    handshake = [_line(f, sd.release, sources) for f in rest if f.rule == HMA_RULE]
+    if handshake:  # both sides start with their HMA settings, but the handshake compares them: the block fails
+        dims[0] = Dimension("HMA", (*(line for line in dims[0].lines if line.verdict != "works"), *handshake))
+    other = [_line(f, sd.release, sources) for f in rest if f.rule != HMA_RULE]
+    if other:
+        dims.append(Dimension("KV transfer", tuple(other)))
+    return tuple(dims)
+
+
+HMA_RULE = "pd-mismatch[hma]"
+
+
+def _line(f: Finding, release: Release, sources: dict[str, str]) -> WhyLine:
+    """A pair rule's finding as a verdict line, citing the vLLM source of the pair problem it reports, else of its
+    rule's timeline at the decode's release (NIXL's compatibility hash for what the handshake compares)."""
+    source = sources.get(f.message)
+    if source is None:
+        decided = history.timelines(f.rule)
+        timeline = nixl_channel.HASHED if nixl_channel.HASHED in decided else decided[0] if decided else None
+        source = timeline.step(release).source if timeline is not None else ""
+    return WhyLine(verdict(f.message), f.message, source)
 
 
 # Pair problems about the model's layer kinds, told by the timeline step that raised them (its source).

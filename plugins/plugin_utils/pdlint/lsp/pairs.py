@@ -74,20 +74,33 @@ def _body(dep: DeploymentView, pair: PairView) -> tuple[str, ...]:
 def describe(expl: Explanation, hosts: Collection[str]) -> str | None:
     """Markdown: every P/D pair with an engine on one of hosts, its status, rank map and acks per prefill rank."""
     said: dict[tuple[str, ...], list[str]] = {}
+    counts: dict[tuple[str, ...], int] = {}
+    wanted = set(hosts)
     for dep in expl.deployments:
-        on = {e.name: set(e.hosts) for e in dep.engines}
-        for pair in dep.pairs:
-            if (on[pair.prefill] | on[pair.decode]) & set(hosts):
-                said.setdefault(_body(dep, pair), []).append(f"`{cell(pair.prefill)}` -> `{cell(pair.decode)}`")
+        on = {e.name: e.hosts for e in dep.engines}
+        for pair in dep.pairs:  # explain's classes of pairs: one verdict each, never P x D here
+            ps, ds = pair.prefill_engines or (pair.prefill,), pair.decode_engines or (pair.decode,)
+            mine_p = {p for p in ps if wanted.intersection(on[p])}
+            mine_d = [d for d in ds if wanted.intersection(on[d])]
+            if not (mine_p or mine_d):
+                continue
+            body = _body(dep, pair)
+            # the pairs with a host here: a prefill here with every decode, a decode here with the other prefills
+            counts[body] = counts.get(body, 0) + len(mine_p) * len(ds) + len(mine_d) * (len(ps) - len(mine_p))
+            names = said.setdefault(body, [])
+            for p in ps:  # the first NAMES of them, in explain --all-pairs order
+                if len(names) >= NAMES:
+                    break
+                names.extend(f"`{cell(p)}` -> `{cell(d)}`" for d in (ds if p in mine_p else mine_d)[:NAMES])
     if not said:
         return None
-    count = sum(map(len, said.values()))
+    count = sum(counts.values())
     out = [(f"**{count} P/D pair{'s' if count != 1 else ''}** with a host that reads this file "
            "(the rank map as `pdlint explain` shows it):")]
     for body, names in list(said.items())[:GROUPS]:
-        more = f" and {len(names) - NAMES} more" if len(names) > NAMES else ""
+        more = f" and {counts[body] - NAMES} more" if counts[body] > NAMES else ""
         out += ["", f"**{', '.join(names[:NAMES])}**{more} {body[0]}", *body[1:]]
     if len(said) > GROUPS:
-        out += ["", (f"... and {sum(len(n) for n in list(said.values())[GROUPS:])} more pairs: `pdlint explain` "
-                     "lists them all")]
+        out += ["", (f"... and {sum(counts[b] for b in list(said)[GROUPS:])} more pairs: `pdlint explain "
+                     "--all-pairs` lists them all")]
     return "\n".join(out) + "\n"

@@ -102,13 +102,14 @@ def valid_tp(nodes: Nodes, engine: Engine, side: vpair.Side, other: vpair.Side, 
 
 def tp_hint(nodes: Nodes, p: Engine, d: Engine, sp: vpair.Side, sd: vpair.Side) -> str | None:
     """"use decode TP 4 or 8", else a prefill TP, else None when no TP size fixes the pair."""
-    decode = valid_tp(nodes, d, sd, sp, sd.tp)
-    if decode:
-        return f"use decode TP {words(decode)}"
-    prefill = valid_tp(nodes, p, sp, sd, sp.tp)
-    if prefill:
-        return f"use prefill TP {words(prefill)}"
-    return None
+    return side_hint(nodes, d, sd, sp) or side_hint(nodes, p, sp, sd)
+
+
+def side_hint(nodes: Nodes, engine: Engine, side: vpair.Side, other: vpair.Side) -> str | None:
+    """tp_hint's half for one engine: "use decode TP 4 or 8" (its role), None when no size of its fixes the pair.
+    It reads the engine and the two Sides only, so a pair's hint is its decode's, else its prefill's."""
+    found = valid_tp(nodes, engine, side, other, side.tp)
+    return f"use {side.role} TP {words(found)}" if found else None
 
 
 def tp_origin(engine: Engine) -> Origin | None:
@@ -130,7 +131,7 @@ def joint_sizes(nodes: Nodes, engine: Engine, side: vpair.Side,
     origin = tp_origin(engine)
     shared = [(o, so) for _unused, o, so in links if origin is not None and tp_origin(o) == origin]
     found: list[tuple[int, tuple[tuple[Engine, int], ...]]] = []
-    for tp in sorted(range(1, _LIMIT + 1), key=lambda n: (abs(n - side.tp), -n)):
+    for tp in _by_distance(side.tp):
         if not (own_ok(engine, side, tp) and all(own_ok(o, so, tp) for o, so in shared)):
             continue
         sizes = {id(engine): (engine, tp), **{id(o): (o, tp) for o, _unused in shared}}
@@ -141,7 +142,7 @@ def joint_sizes(nodes: Nodes, engine: Engine, side: vpair.Side,
             elif own_ok(partner, so, so.tp):
                 ok = pair_ok(own, so, tp)
             else:
-                options = [n for n in sorted(range(1, _LIMIT + 1), key=lambda n: (abs(n - so.tp), -n))
+                options = [n for n in _by_distance(so.tp)
                            if own_ok(partner, so, n) and pair_ok(own, so, tp, n)
                            and nodes.fits({**sizes, id(partner): (partner, n)})]
                 ok = bool(options)
@@ -156,6 +157,12 @@ def joint_sizes(nodes: Nodes, engine: Engine, side: vpair.Side,
                 if len(found) == 2:
                     break
     return sorted(found, key=lambda f: f[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _by_distance(tp: int) -> tuple[int, ...]:
+    """Every TP size a hint considers, nearest tp first (ties: the larger): asked once per engine, so kept."""
+    return tuple(sorted(range(1, _LIMIT + 1), key=lambda n: (abs(n - tp), -n)))
 
 
 def joint_hint(nodes: Nodes, engine: Engine, side: vpair.Side, links: list[Link]) -> str | None:

@@ -1,6 +1,14 @@
-"""Prefill/decode pairs of one connector family, the unit of the cross-instance rules."""
+"""Prefill/decode pairs of one connector family, the unit of the cross-instance rules.
+
+A pair verdict reads a few fields of each side (pair_key): a deployment's engines are grouped by them into
+pair classes, each (prefill class, decode class) is one Block, judged once, and its findings name every host of
+the Block. Nothing here walks the prefill x decode engine pairs: a 5,000 x 15,000 deployment whose hosts differ
+only in where they listen (vllm_port, the side channel host and port, per-host vllm_env) is a few Blocks.
+"""
 from __future__ import annotations
 
+import dataclasses
+import operator
 from collections.abc import Callable, Iterator
 
 from ..finding import Origin
@@ -8,14 +16,13 @@ from ..topology.types import Engine, Instance, Topology, per_body
 from ..vllm import composite, view
 from ..vllm import pair as vpair
 from ..vllm import registry as connectors
-from .base import Hit, hit
-from .hints import Link, Nodes, joint_hint, tp_hint
+from .base import Hit
 
 Pair = tuple[Engine, Engine, Instance, Instance]
 _per_topology: tuple[Topology, dict[object, object]] | None = None
 
 
-def _memo(topo: Topology) -> dict[object, object]:
+def memo_of(topo: Topology) -> dict[object, object]:
     """What the pair rules computed for topo: kept for the last topology asked about (checks run one at a time)."""
     global _per_topology
     if _per_topology is None or _per_topology[0] is not topo:
@@ -23,19 +30,9 @@ def _memo(topo: Topology) -> dict[object, object]:
     return _per_topology[1]
 
 
-def pairs(topo: Topology, kind: str | tuple[str, ...], *needs: str) -> Iterator[Pair]:
-    """(prefill engine, decode engine, their leads) for pairs both on one connector of family kind (or kinds)."""
-    kinds = (kind,) if isinstance(kind, str) else kind
-    memo = _memo(topo)
-    found = memo.get((kinds, needs))
-    if found is None:  # several rules ask for the same pairs
-        found = memo[(kinds, needs)] = list(_pairs(topo, kinds, needs))
-    return iter(found)  # type: ignore[call-overload]
-
-
 class Block:
-    """Every pair of one deployment's prefill x decode engines whose leads have one body each (per_body): a pair
-    rule's verdict is one for all of them, so it is decided once and spread, not walked P x D times."""
+    """Every pair of one deployment's prefill x decode engines whose leads are of one pair class each (pair_key): a
+    pair rule's verdict is one for all of them, so it is decided once and spread, not walked P x D times."""
 
     __slots__ = ("deployment", "prefill", "decode", "leads")  # one per pair when no two engines share a body
 
@@ -46,7 +43,8 @@ class Block:
         self.leads = (prefill[0].lead, decode[0].lead)
 
     def each(self) -> Iterator[Pair]:
-        """The block's pairs, as pairs() gives them: for a verdict that reads more than the two bodies."""
+        """The block's engine pairs, one by one: only where the output itself names both hosts of each pair
+        (pd_mismatch_hashed._hma_hits' hint), never to decide a verdict."""
         for p in self.prefill:
             for d in self.decode:
                 yield p, d, p.lead, d.lead
@@ -73,21 +71,47 @@ def always(message: str, hint: str | None) -> Callable[[Engine], tuple[str, str 
     return lambda engine: said
 
 
-def _by_lead_body(engines: tuple[Engine, ...]) -> list[tuple[Engine, ...]]:
-    groups: dict[int, list[Engine]] = {}
+# What varies per host and no pair verdict reads: where the engine listens and every vllm_env variable but
+# vllm/pair.py PAIR_ENV (rules/network.py, rules/env.py and the port rules read them, host by host). Every other
+# field of the body (topology/types.py share_bodies) is in the pair class, so a field a pair rule comes to read is
+# in it without a list to keep; tests/test_pair_classes.py holds every env name the rules read to PAIR_ENV or to
+# the per-host list there.
+_PER_HOST = frozenset(("port", "kv_port", "env"))
+_NOT_CLASS = frozenset(("host", "instance_id", "node", "deployment", "origins", "memo", "shared")) | _PER_HOST
+_CLASS = tuple(f.name for f in dataclasses.fields(Instance) if f.name not in _NOT_CLASS)
+_class_fields = operator.attrgetter(*_CLASS)
+_PAIR_NAMES = frozenset(f"env.{name}" for name in vpair.PAIR_ENV)
+
+
+def _class_named(name: str) -> bool:
+    """An origin name the pair class keeps (whether a field is set: parallel_config.shape_of asks)."""
+    if name in _PER_HOST or name in ("node", "instance_id"):
+        return False
+    return not name.startswith("env.") or name in _PAIR_NAMES
+
+
+@per_body
+def pair_key(inst: Instance) -> str:
+    """What the pair rules read of an engine: its body without the per-host fields (repr, as share_bodies keys)."""
+    return repr((_class_fields(inst), tuple(vpair.pair_env(inst.env).items()),
+                 tuple(name for name in inst.origins if _class_named(name))))
+
+
+def _by_class(engines: tuple[Engine, ...]) -> list[tuple[Engine, ...]]:
+    groups: dict[str, list[Engine]] = {}
     for engine in engines:
-        groups.setdefault(id(engine.lead.shared), []).append(engine)
+        groups.setdefault(pair_key(engine.lead), []).append(engine)
     return [tuple(group) for group in groups.values()]
 
 
 def blocks(topo: Topology) -> list[tuple[tuple[Instance, ...], tuple[Instance, ...], list[list[Block]]]]:
-    """Each deployment's prefill x decode pairs as Blocks, once per topology: (the leads of its prefill bodies, of
-    its decode bodies, the Block of prefill body i and decode body j at [i][j])."""
-    memo = _memo(topo)
+    """Each deployment's prefill x decode pairs as Blocks, once per topology: (the leads of its prefill classes, of
+    its decode classes, the Block of prefill class i and decode class j at [i][j])."""
+    memo = memo_of(topo)
     if "blocks" not in memo:
         found = []
         for dep in topo.deployments:
-            ps, ds = _by_lead_body(dep.prefill), _by_lead_body(dep.decode)
+            ps, ds = _by_class(dep.prefill), _by_class(dep.decode)
             found.append((tuple(p[0].lead for p in ps), tuple(d[0].lead for d in ds),
                           [[Block(dep.name, p, d) for d in ds] for p in ps]))
         memo["blocks"] = found
@@ -95,15 +119,16 @@ def blocks(topo: Topology) -> list[tuple[tuple[Instance, ...], tuple[Instance, .
 
 
 def by_body(topo: Topology, kind: str | tuple[str, ...] | None, *needs: str) -> list[list[Block]]:
-    """The Blocks of pairs() (kind None: of every pair), grouped by the bodies of their leads: a rule whose
-    verdict reads the two leads' engine settings alone decides once per group and spreads the hit over its
-    Blocks, at each engine's own lines and hosts."""
-    memo = _memo(topo)
+    """The Blocks whose two sides are on one connector class of family kind (or kinds; None: every Block), the
+    leads knowing needs and kv_connector, grouped by the pair classes of their leads (across deployments): a rule
+    whose verdict reads the two leads' engine settings alone decides once per group and spreads the hit over its
+    Blocks, at each engine's own lines and hosts. A different class on each side is deployment[connector]'s."""
+    memo = memo_of(topo)
     key = ("by-body", kind, needs)
     found = memo.get(key)
     if found is None:
         kinds = (kind,) if isinstance(kind, str) else kind
-        classes: dict[int, object] = {}  # pairs()'s test of one side, per body: its connector class, or _NO
+        classes: dict[int, object] = {}  # the test of one side, per body: its connector class, or _NO
 
         def pairing(lead: Instance) -> object:
             if kinds is None:
@@ -115,15 +140,15 @@ def by_body(topo: Topology, kind: str | tuple[str, ...] | None, *needs: str) -> 
                     if view.kind(lead) in kinds and lead.knows(*needs, "kv_connector") else _NO)
             return got
 
-        groups: dict[tuple[int, int], list[Block]] = {}
+        groups: dict[tuple[str, str], list[Block]] = {}
         for prefill, decode, rows in blocks(topo):
-            # each side tested once per deployment, the P x D loop below compares classes (the hot loop)
-            ds = [(j, id(ld.shared), c) for j, ld in enumerate(decode) if (c := pairing(ld)) is not _NO]
+            # each side tested once per deployment, the loop below compares the classes' connectors
+            ds = [(j, pair_key(ld), c) for j, ld in enumerate(decode) if (c := pairing(ld)) is not _NO]
             for i, lp in enumerate(prefill):
                 c = pairing(lp)
                 if c is _NO:
                     continue
-                row, body = rows[i], id(lp.shared)
+                row, body = rows[i], pair_key(lp)
                 for j, other, dc in ds:
                     if dc == c:
                         groups.setdefault((body, other), []).append(row[j])
@@ -131,22 +156,7 @@ def by_body(topo: Topology, kind: str | tuple[str, ...] | None, *needs: str) -> 
     return found  # type: ignore[return-value]
 
 
-_NO = object()  # by_body: a side that pairs() leaves out
-
-
-def _pairs(topo: Topology, kinds: tuple[str, ...], needs: tuple[str, ...]) -> Iterator[Pair]:
-    def eligible(engines: tuple[Engine, ...]) -> list[tuple[Engine, Instance, str | None]]:
-        # Filter each side once: the cross product below is the hot loop (P x D pairs per rule).
-        # A composite pairs through its transfer child (vllm/composite.py): compare the child's class.
-        return [(e, e.lead, connectors.canonical(composite.effective(e.lead).connector)) for e in engines
-                if view.kind(e.lead) in kinds and e.lead.knows(*needs, "kv_connector")]
-
-    for dep in topo.deployments:
-        decode = eligible(dep.decode)
-        for p, lp, pc in eligible(dep.prefill):
-            for d, ld, dc in decode:
-                if pc == dc:  # a different class is deployment[connector]'s to report
-                    yield p, d, lp, ld
+_NO = object()  # by_body: a side on none of the connector families asked
 
 
 @per_body
@@ -156,41 +166,13 @@ def _side_of(inst: Instance) -> vpair.Side:
 
 _NEEDS = ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "kv_connector_extra_config", "version")
 _KINDS = ("nixl", "moriio", "mooncake", "p2p-nccl")
-Checked = tuple[Engine, Engine, vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]
+Judged = tuple[list[Block], vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]
 
 
-def checked(topo: Topology) -> list[Checked]:
-    """Every same-connector pair of topo with the vllm layer's problems (computed once per topology)."""
-    memo = _memo(topo)
-    if "checked" not in memo:
-        # P x D pairs share few distinct engines: one Side per engine, equal Sides made one object, and the
-        # problems of each pair of distinct Sides asked once (hashing a Side is the cost of an lru lookup).
-        sides: dict[int, vpair.Side] = {}
-        same: dict[vpair.Side, vpair.Side] = {}
-        asked: dict[tuple[int, int], tuple[vpair.Problem, ...]] = {}
-
-        def side(engine: Engine, lead: Instance) -> vpair.Side:
-            found = sides.get(id(engine))
-            if found is None:
-                made = _side_of(lead)
-                found = sides[id(engine)] = same.setdefault(made, made)
-            return found
-
-        found = []
-        for p, d, lp, ld in pairs(topo, _KINDS, *_NEEDS):
-            sp, sd = side(p, lp), side(d, ld)
-            key = (id(sp), id(sd))
-            problems = asked.get(key)
-            if problems is None:
-                problems = asked[key] = vpair.problems(sp, sd)
-            found.append((p, d, sp, sd, problems))
-        memo["checked"] = found
-    return memo["checked"]  # type: ignore[return-value]
-
-
-def _judged(topo: Topology) -> list[tuple[list[Block], vpair.Side, vpair.Side, tuple[vpair.Problem, ...]]]:
-    """checked(), per group of Blocks: the problems of the leads' Sides (one Side per body, per_body)."""
-    memo = _memo(topo)
+def judged(topo: Topology) -> list[Judged]:
+    """Every same-connector Block, grouped by the pair classes of its leads, with the Sides of the two classes and
+    the vllm layer's problems of that pair of Sides (computed once per topology; explain shows these)."""
+    memo = memo_of(topo)
     if "judged" not in memo:
         asked: dict[tuple[int, int], tuple[vpair.Problem, ...]] = {}
         found = []
@@ -202,45 +184,3 @@ def _judged(topo: Topology) -> list[tuple[list[Block], vpair.Side, vpair.Side, t
             found.append((group, sp, sd, asked[key]))
         memo["judged"] = found
     return memo["judged"]  # type: ignore[return-value]
-
-
-def problem_hits(topo: Topology, rule_id: str) -> Iterator[Hit]:
-    """The vllm layer's problems of every pair that rule_id reports, at the value to change, with a working hint."""
-    for group, sp, sd, problems in _judged(topo):
-        for problem in problems:
-            if problem.rule != rule_id:
-                continue
-            if problem.hint is not None or not problem.tp_fix:
-                for block in group:
-                    yield from block.spread(problem.side, problem.fields, always(problem.message, problem.hint))
-                continue
-            for block in group:  # the TP hint reads each pair's nodes: pair by pair
-                for p, d, _lp, _ld in block.each():
-                    where = p if problem.side == "prefill" else d
-                    yield hit(where, problem.fields, problem.message, tp_hint(nodes(topo), p, d, sp, sd),
-                              also=(p, d))
-
-
-def nodes(topo: Topology) -> Nodes:
-    """Each node's GPUs and their use, for hints (once per topology)."""
-    memo = _memo(topo)
-    if "nodes" not in memo:
-        memo["nodes"] = Nodes(topo)
-    return memo["nodes"]  # type: ignore[return-value]
-
-
-def tp_hint_for(topo: Topology, inst: Instance) -> str | None:
-    """"use TP ..." for inst's engine: sizes that pass its own checks, its nodes and every pair it is in."""
-    memo = _memo(topo)
-    if "by-instance" not in memo:  # each instance's engine in every checked pair, indexed once per topology
-        index: dict[int, tuple[Engine, vpair.Side, list[Link]]] = {}
-        for p, d, sp, sd, _unused in checked(topo):
-            for engine, side, partner, other in ((p, sp, d, sd), (d, sd, p, sp)):
-                for i in engine.instances:  # by identity: Instance equality compares every field
-                    index.setdefault(id(i), (engine, side, []))[2].append((side, partner, other))
-        memo["by-instance"] = index
-    found = memo["by-instance"].get(id(inst))  # type: ignore[attr-defined]
-    if found is None:  # in no checked pair: the engine alone
-        engine = next((e for e in topo.engines() if any(i is inst for i in e.instances)), Engine((inst,)))
-        found = (engine, vpair.Side.of(engine.lead), [])
-    return joint_hint(nodes(topo), *found)

@@ -292,3 +292,7 @@ def _cannot_run_hma(inst: Instance) -> str:
     if inst.connector and not connectors.supports_hma(connectors.canonical(inst.connector, release), release):
         return f"{inst.label} cannot turn it on: {inst.connector} lacks SupportsHMA in vLLM {release}"
     return ""
+
+
+# The rules of this module judge a prefill/decode pair (explain attaches their findings to the pair they name).
+PAIR_RULES = tuple(r.id for r in (model, dtype, kv_cache_dtype, vllm_version, hma))

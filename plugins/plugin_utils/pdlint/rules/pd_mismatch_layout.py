@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from ..topology.types import Topology
 from .base import Hit, rule
-from .pairs import problem_hits
+from .pair_hints import problem_hits
 
 
 @rule("pd-mismatch[block-size]")

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from ..topology.types import Instance, Topology
 from ..vllm import parallel
 from .base import Hit, each_body, hit, rule
-from .pairs import tp_hint_for
+from .pair_hints import tp_hint_for
 
 _FACT_VARS = {"heads": "vllm_model_num_attention_heads", "kv_heads": "vllm_model_num_kv_heads",
               "mla": "vllm_model_is_mla"}

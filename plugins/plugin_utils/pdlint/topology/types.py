@@ -185,13 +185,7 @@ class Engine:
 class Deployment:
     name: str
     prefill: tuple[Engine, ...]
-    decode: tuple[Engine, ...]
-
-    def pairs(self) -> Iterator[tuple[Engine, Engine]]:
-        """Every prefill/decode pair that may exchange KV cache."""
-        for p in self.prefill:
-            for d in self.decode:
-                yield p, d
+    decode: tuple[Engine, ...]  # no list of prefill x decode pairs: rules/pairs.py groups them into Blocks
 
 
 @dataclasses.dataclass(frozen=True)

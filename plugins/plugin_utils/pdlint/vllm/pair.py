@@ -38,7 +38,7 @@ class Side:
     hma: bool | None = None  # the engine runs the hybrid KV cache manager (hma.enabled); None: not given
     kv_buffer_device: str | None = None
     extra: tuple[tuple[str, str], ...] = ()  # kv_connector_extra_config, values as str()
-    env: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # the PAIR_ENV variables only: a per-host one would make every Side distinct
     layer_kinds: tuple[str, ...] | None = None  # each layer's kind (model_layers.py), for each PP stage's mix
     unread_env: bool = False  # a PAIR_ENV variable (or vllm_env) is an unrendered template: no verdict is guessed
 
@@ -56,7 +56,7 @@ class Side:
             kv_heads=inst.facts.kv_heads, mla=inst.facts.mla, ssm=inst.facts.ssm,
             sliding_window=inst.facts.sliding_window, hma=hma.enabled(inst),
             kv_role=view.kv_role if isinstance(view.kv_role, str) else None,  # any other is kv-role[invalid]s
-            disable_hma=disable, extra=_items(view.extra), env=_items(inst.env),
+            disable_hma=disable, extra=_items(view.extra), env=_items(pair_env(inst.env)),
             kv_buffer_device=view.kv_buffer_device if isinstance(view.kv_buffer_device, str) else None,
             layer_kinds=inst.facts.layer_kinds, unread_env=not inst.knows(*_PAIR_ENV))
 
@@ -78,9 +78,17 @@ class Side:
         return dict(self.env).get(name, default)
 
 
-# The vllm_env variables the family checks read off a Side (nixl_layout, moriio read mode, nixl_pp's partition).
+# The vllm_env variables the family checks read off a Side (nixl_layout, moriio read mode, nixl_pp's partition):
+# the only ones a pair verdict reads. Every other variable (the side channel host and port, UCX/NCCL devices, ...)
+# is read per host, by the per-host rules (rules/network.py, rules/env.py, ports.py): keeping it out of the Side
+# and out of the pair class (rules/pairs.py pair_key) is what lets engines that differ only there be judged once.
 PAIR_ENV = ("VLLM_KV_CACHE_LAYOUT", "VLLM_MORIIO_CONNECTOR_READ_MODE", "VLLM_PP_LAYER_PARTITION")
 _PAIR_ENV = tuple(f"env.{name}" for name in PAIR_ENV)
+
+
+def pair_env(env: Mapping[str, Any]) -> dict[str, Any]:
+    """The PAIR_ENV variables of env."""
+    return {name: env[name] for name in PAIR_ENV if name in env}
 
 
 def _items(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
