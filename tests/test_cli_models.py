@@ -55,7 +55,7 @@ def test_a_cached_model_by_its_id_and_revision(tmp_path: Path, monkeypatch: pyte
 
 def test_a_config_vllm_rejects_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "config.json"
-    bad.write_text(json.dumps({"model_type": "llava", "text_config": {"hidden_size": 8}}))
+    bad.write_text(json.dumps({"model_type": "llava", "text_config": {"model_type": "mamba", "hidden_size": 8}}))
     code, out, _ = _run(["models", str(bad)], capsys)
     assert code == 1 and "no num_attention_heads" in out
 

@@ -12,6 +12,7 @@ import ast
 import json
 import sys
 import types
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 import vllm_source
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import config_defaults as config_defaults_tool  # the generator of vllm/data/config_defaults.json
 import model_table  # fetches the wheel as the table's generator does
 
 from pdlint.vllm import model_config, model_types
@@ -55,6 +57,8 @@ SHAPES: dict[str, dict[str, Any]] = {
     "RefinedWeb (old falcon-40b)": {"model_type": "RefinedWeb", "n_head": 128, "n_head_kv": 8, "n_layer": 60,
                                     "new_decoder_architecture": True, "multi_query": True},
     "bigcode/starcoder": {"model_type": "gpt_bigcode", "n_head": 48, "n_layer": 40, "multi_query": True},
+    "gpt_bigcode without multi_query": {"model_type": "gpt_bigcode", "n_head": 16, "n_layer": 24, "multi_query": False},
+    "gpt_bigcode, multi_query by default": {"model_type": "gpt_bigcode", "n_head": 32},
     "mosaicml/mpt-7b": {"model_type": "mpt", "n_heads": 32, "n_layers": 32, "attn_config": {"alibi": True}},
     "mpt with kv_n_heads": {"model_type": "mpt", "n_heads": 32, "n_layers": 32, "attn_config": {"kv_n_heads": 8}},
     "databricks/dbrx-instruct": {"model_type": "dbrx", "n_heads": 48, "n_layers": 40,
@@ -71,6 +75,29 @@ SHAPES: dict[str, dict[str, Any]] = {
     "llava text_config": {"model_type": "llava", "text_config": {"model_type": "llama", "num_attention_heads": 32,
                                                                  "num_key_value_heads": 8}},
     "text_config without heads": {"model_type": "llava", "text_config": {"model_type": "llama"}},
+    # sub-configs that lean on their config class's defaults (transformers builds them; vLLM reads the object)
+    "llava-hf/llava-1.5-7b-hf": {
+        "architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", "image_token_index": 32000,
+        "text_config": {"_name_or_path": "lmsys/vicuna-7b-v1.5", "architectures": ["LlamaForCausalLM"],
+                        "max_position_embeddings": 4096, "model_type": "llama", "rms_norm_eps": 1e-05,
+                        "torch_dtype": "float16", "vocab_size": 32064},
+        "vision_config": {"hidden_size": 1024, "model_type": "clip_vision_model", "num_attention_heads": 16}},
+    "llava text_config without model_type": {"model_type": "llava", "text_config": {"num_key_value_heads": 4}},
+    "llava without text_config": {"model_type": "llava", "vision_config": {"model_type": "clip_vision_model"}},
+    "google/gemma-3-4b-it": {"model_type": "gemma3", "text_config": {
+        "hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text", "num_hidden_layers": 34,
+        "sliding_window": 1024}, "vision_config": {"model_type": "siglip_vision_model"}},
+    "gemma3 text_config naming another type": {"model_type": "gemma3", "text_config": {"model_type": "llama"}},
+    "mistral3 text_config without window": {"model_type": "mistral3", "text_config": {
+        "model_type": "mistral", "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 40}},
+    "qwen2_vl flat": {"model_type": "qwen2_vl", "num_attention_heads": 28, "num_key_value_heads": 4,
+                      "num_hidden_layers": 28, "sliding_window": 32768, "use_sliding_window": False},
+    "gemma3_text without KV heads": {"model_type": "gemma3_text", "num_attention_heads": 16, "num_hidden_layers": 48},
+    "mistral without window": {"model_type": "mistral", "num_attention_heads": 32, "num_key_value_heads": 8},
+    "unknown composite, no heads": {"model_type": "acme_vlm", "text_config": {"model_type": "acme_text",
+                                                                              "num_key_value_heads": 8}},
+    "unknown text type in llava": {"model_type": "llava", "text_config": {"model_type": "acme_text"}},
+    "llava over a class without heads": {"model_type": "llava", "text_config": {"model_type": "mamba"}},
     "null kv field": {"model_type": "llama", "num_attention_heads": 32, "num_kv_heads": None,
                       "num_key_value_heads": 8},
     "step3p5 groups": {"model_type": "step3p5", "num_attention_heads": 64, "num_attention_groups": 8},
@@ -88,6 +115,31 @@ SHAPES: dict[str, dict[str, Any]] = {
     "moss_audio": {"model_type": "moss_audio", "num_attention_heads": 8,
                    "language_config": {"num_attention_heads": 32, "num_key_value_heads": 4, "num_hidden_layers": 2}},
 }
+
+
+def _transformers() -> Any:
+    """transformers' CONFIG_MAPPING (the test extra pins the version tools/config_defaults.py read), or None."""
+    try:
+        from transformers import CONFIG_MAPPING
+    except ImportError:
+        return None
+    return CONFIG_MAPPING
+
+
+_MAPPING = _transformers()
+_VLLM_OWN = config_defaults_tool.vllm_registered(list(ROOTS.values()))
+
+
+def hf_config(data: dict[str, Any]) -> Any:
+    """config.json as vLLM holds it: the object transformers' config class builds (its defaults filled in, a
+    composite's text_config built into the class it picks), for the model types transformers has and vLLM does
+    not register a class of its own for; a plain stand-in (Cfg) for the others."""
+    model_type = data.get("model_type")
+    if _MAPPING is None or model_type in _VLLM_OWN or model_type not in _MAPPING:
+        return Cfg(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _MAPPING[model_type](**{k: v for k, v in data.items() if k != "model_type"})
 
 
 class Cfg:
@@ -187,7 +239,7 @@ def _vllm(release: Release) -> Any:
         window = vllm_source.lift(root, model, {"get_sliding_window"}, "ModelConfig")["get_sliding_window"]
 
         def run(data: dict[str, Any]) -> tuple[Any, ...]:
-            hf = Cfg(data)
+            hf = hf_config(data)
             text = text_fn(hf)
             klass = conv["MODEL_ARCH_CONFIG_CONVERTORS"].get(data.get("model_type"), conv["ModelArchConfigConvertorBase"])
             c = klass(hf, text)
@@ -202,7 +254,7 @@ def _vllm(release: Release) -> Any:
     fns = vllm_source.lift(root, model, names | {window_name}, "ModelConfig", env={"envs": envs})
 
     def run_old(data: dict[str, Any]) -> tuple[Any, ...]:
-        hf = Cfg(data)
+        hf = hf_config(data)
         me = types.SimpleNamespace(hf_config=hf, hf_text_config=text_fn(hf),
                                    is_attention_free=data.get("model_type") in ("mamba", "falcon_mamba"))
         # ModelConfig.get_num_attention_heads: getattr(hf_text_config, "num_attention_heads", 0)
@@ -211,7 +263,21 @@ def _vllm(release: Release) -> Any:
     return run_old
 
 
-CONFIGS = {**_aiconfigurator(), **SHAPES}
+def _dropped(configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Real composite configs with a text_config field taken out: the class default must stand in for it."""
+    found = {}
+    for name, data in configs.items():
+        text = data.get("text_config")
+        if isinstance(text, dict) and data.get("model_type") in ("llama4", "qwen3_vl", "qwen3_vl_moe", "gemma4"):
+            for field in ("num_key_value_heads", "num_attention_heads", "sliding_window"):
+                if field in text:
+                    found[f"{name} without text_config.{field}"] = {
+                        **data, "text_config": {k: v for k, v in text.items() if k != field}}
+    return found
+
+
+_AIC_CONFIGS = _aiconfigurator()
+CONFIGS = {**_AIC_CONFIGS, **_dropped(_AIC_CONFIGS), **SHAPES}
 
 
 @pytest.mark.parametrize(("name", "first"), [("cohere_asr", "0.19.0"), ("moss_audio", "0.24.0")])

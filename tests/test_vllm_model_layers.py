@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import vllm_source
-from test_vllm_model_config import CONFIGS, Cfg, _classes, _compress_ratios, _constant
+from test_vllm_model_config import CONFIGS, _classes, _compress_ratios, _constant, hf_config
 
 from pdlint.topology.types import ModelFacts
 from pdlint.vllm import model_layers
@@ -143,7 +143,7 @@ def _vllm(release: Release) -> Any:
         ["attention", "mamba", "linear_attention"]
 
     def run(data: dict[str, Any]) -> tuple[Any, ...]:
-        hf = Cfg(_with_block_types(data, root))
+        hf = hf_config(_with_block_types(data, root))
         text = text_fn(hf)
         arch = (data.get("architectures") or [""])[0]
         if arch not in registry:

@@ -27,11 +27,12 @@ if TYPE_CHECKING:  # a config with a `models:` table imports it
     from ..config.models import ModelEntry
 
 
-def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[ModelFacts, str | None]:
-    """The facts release derives from config.json data read from path, and the error vLLM would stop with."""
+def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[ModelFacts, str | None, str | None]:
+    """The facts release derives from config.json data read from path, the error vLLM would stop with, and why
+    the facts are unknown where pdlint cannot tell what vLLM reads (a text config class it has no defaults of)."""
     derived = model_config.derive(data, release)
     if derived.error is not None:
-        return ModelFacts(), derived.error
+        return ModelFacts(), derived.error, None
     source = f"{path}, as vLLM {release} derives it"
     kinds = model_layers.layer_kinds(data, release)
     found = ModelFacts(heads=derived.heads, kv_heads=derived.kv_heads, mla=derived.mla,
@@ -40,7 +41,7 @@ def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[M
                        ssm=True if derived.kv_heads and {"mamba", "linear"} & set(kinds or ()) else None,
                        sliding_window=derived.sliding_window, layers=model_layers.num_layers(data, release),
                        layer_kinds=kinds, source=source)
-    return dataclasses.replace(found, where=facts.where(found, source)), None
+    return dataclasses.replace(found, where=facts.where(found, source)), None, derived.unknown
 
 
 class Lookup:
@@ -119,9 +120,11 @@ class Lookup:
         if read.error is not None or read.config is None:
             self._problem(read.path, read.error or "not a JSON object")
             return ModelFacts()
-        derived, error = from_config(read.config, read.path, release)
+        derived, error, unknown = from_config(read.config, read.path, release)
         if error is not None:
             self._problem(read.path, error)
+        if unknown is not None:  # the warning says why the file it found did not tell
+            looked.append(f"{display(Path(read.path))}: {unknown}")
         return derived
 
     def _problem(self, path: str, message: str) -> None:

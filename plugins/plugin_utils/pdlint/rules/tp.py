@@ -114,8 +114,12 @@ def model_facts(topo: Topology) -> Iterator[Hit]:
     names, else refs/main); pdlint's model table (`pdlint models`). A
     config.json is read as the instance's vLLM release reads it
     (ModelConfig.get_total_num_kv_heads up to 0.13.0, the
-    model_arch_config_convertor classes from 0.14.0); one vLLM would reject
-    is an error at that file. The warning lists the places looked in.
+    model_arch_config_convertor classes from 0.14.0), with the defaults of the
+    transformers config class vLLM builds for it (a llava text_config without
+    heads has LlamaConfig's 32); one vLLM would reject is an error at that
+    file, and a text config whose class pdlint has no defaults for leaves the
+    facts unknown. The warning lists the places looked in, and why a
+    config.json found there did not tell.
 
     PASS:
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
+from . import config_defaults as defaults
 from . import model_types as types
 from .releases import R, Release
 
@@ -54,35 +55,61 @@ class Derived:
     model_type: str | None = None
     error: str | None = None  # a config vLLM rejects when it loads it
     how: tuple[str, ...] = ()  # each fact: which field, which vLLM function
+    unknown: str | None = None  # why pdlint cannot tell what vLLM reads (the facts stay unknown: a warning)
 
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def text_config(data: Mapping[str, Any], release: Release) -> tuple[Mapping[str, Any] | None, str, str | None]:
-    """(the text sub-config, where it was found, error) as get_hf_text_config picks it.
+class Text(NamedTuple):
+    """The text sub-config get_hf_text_config returns, as its config class holds it."""
+
+    config: Mapping[str, Any] | None  # None: an error, or facts pdlint cannot know (unknown)
+    where: str  # the sub-config's name; "" for the config itself
+    written: Mapping[str, Any] | None = None  # the fields the file itself gives it (the rest: class defaults)
+    error: str | None = None  # vLLM refuses the config
+    unknown: str | None = None  # why pdlint cannot tell what vLLM reads (a warning, never an error)
+
+
+def text_config(data: Mapping[str, Any], release: Release) -> Text:
+    """The text sub-config as get_hf_text_config picks it, with its config class's defaults (vllm/config_defaults).
 
     0.8.5 - 0.9.2 first take thinker_config.text_config (Qwen2.5-Omni); then transformers'
     PretrainedConfig.get_text_config: the one non-null of text_config, text_encoder, decoder, generator, else
-    the config itself. A sub-config without num_attention_heads fails (assert up to 0.12.0, ValueError from 0.13.0).
+    the config itself. A composite builds its text config even when the file has none (from the top-level fields
+    when the class reads them so, Qwen2-VL; else from the defaults alone). A text config without
+    num_attention_heads once its class's defaults are in fails (assert up to 0.12.0, ValueError from 0.13.0);
+    when pdlint does not know the class, the facts are unknown.
     """
     thinker = data.get("thinker_config")
     if release <= R("0.9.2") and isinstance(thinker, Mapping) and isinstance(thinker.get("text_config"), Mapping):
-        return thinker["text_config"], "thinker_config.text_config", None
+        return Text(thinker["text_config"], "thinker_config.text_config", thinker["text_config"])
     found = [name for name in types.TEXT_CONFIG_NAMES if data.get(name) is not None]
     if len(found) > 1:
-        return None, "", f"config.json has several text configs ({', '.join(found)}); transformers refuses it"
-    if not found:
-        return data, "", None
-    sub = data[found[0]]
+        return Text(None, "", error=(f"config.json has several text configs ({', '.join(found)}); transformers "
+                                     "refuses it"))
+    top = data.get("model_type")
+    how = defaults.COMPOSITES.get(top) if isinstance(top, str) else None
+    if not found and how is None:
+        return Text(defaults.filled(data, top), "", data)
+    name = found[0] if found else str(how["name"])  # type: ignore[index]
+    sub = data[name] if found else data if how["flat"] else {}  # type: ignore[index]
     if not isinstance(sub, Mapping):
-        return None, found[0], f"{found[0]} is not a mapping"
-    if not _Config(sub).has("num_attention_heads"):
-        how = "an AssertionError" if release < R("0.13.0") else "a ValueError"
-        return None, found[0], (f"{found[0]} has no num_attention_heads: vLLM {release} stops with {how} in "
-                                "get_hf_text_config (vllm/transformers_utils/config.py)")
-    return sub, found[0], None
+        return Text(None, name, error=f"{name} is not a mapping")
+    # a composite pdlint has no row for (vLLM's own class, remote code) builds a class pdlint cannot name
+    klass = defaults.text_class(top, sub)
+    written, sub = sub, defaults.filled(sub, klass)
+    if _Config(sub).has("num_attention_heads"):
+        return Text(sub, name, written)
+    if klass is None or not defaults.known(klass) or defaults.has_heads(klass):
+        named = klass or sub.get("model_type")
+        return Text(None, name, unknown=(f"{name} has no num_attention_heads and pdlint does not know the defaults "
+                                         f"of its config class (model_type {named!r}, in {top!r})"))
+    what = "an AssertionError" if release < R("0.13.0") else "a ValueError"
+    return Text(None, name, error=f"{name} has no num_attention_heads (nor has the {klass} config class): vLLM "
+                                  f"{release} stops with {what} in get_hf_text_config "
+                                  "(vllm/transformers_utils/config.py)")
 
 
 def _falcon_mqa(hf: _Config, text: _Config, release: Release) -> bool:
@@ -180,11 +207,12 @@ def derive(data: Mapping[str, Any], release: Release) -> Derived:
     """The facts release derives from config.json data."""
     if not isinstance(data, Mapping):
         return Derived(release, error="config.json is not a JSON object")
-    sub, where, error = text_config(data, release)
+    sub, where, written, error, unknown = text_config(data, release)
     model_type = data.get("model_type") if isinstance(data.get("model_type"), str) else None
     if sub is None:
-        return Derived(release, model_type=model_type, error=error)
-    hf, text = _Config(data), _Config(sub)
+        return Derived(release, model_type=model_type, error=error, how=(unknown,) if unknown else (),
+                       unknown=unknown)
+    hf, text = _Config(defaults.filled(data, model_type)), _Config(sub)
     if model_type in types.UNMODELLED.at(release):
         # MODEL_ARCH_CONFIG_CONVERTORS[model_type] reads heads, KV heads and layers from sub-configs of its own
         # (CohereAsr: encoder / transf_decoder, 0.19.0 -; MossAudio: language_config, 0.24.0 -): the generic fields
@@ -199,8 +227,12 @@ def derive(data: Mapping[str, Any], release: Release) -> Derived:
     if heads is None and kv == 0:
         heads = 0  # attention-free: ModelConfig.get_num_attention_heads reads getattr(..., "num_attention_heads", 0)
     span = types.span_of(release)
-    how = (f"heads: {prefix}num_attention_heads", f"KV heads: {prefix if '.' not in kv_field else ''}{kv_field} "
-           f"({span})", f"MLA: model_type {text.get('model_type')!r} and kv_lora_rank "
+    own = _Config(written or {})
+    note = {n: "" if own.has(n) or not text.has(n) else f" (not in the file: the default of "
+            f"{text.get('model_type')}'s config class, {defaults.SOURCE})" for n in ("num_attention_heads", kv_field)}
+    how = (f"heads: {prefix}num_attention_heads{note['num_attention_heads']}",
+           f"KV heads: {prefix if '.' not in kv_field else ''}{kv_field}{note[kv_field]} ({span})",
+           f"MLA: model_type {text.get('model_type')!r} and kv_lora_rank "
            f"({types.MLA_TYPES.step(release).source})")
     return Derived(release, heads=heads, kv_heads=kv, mla=is_mla(text, release),
                    sliding_window=sliding_window(text, release), layers=_int(text.get("num_hidden_layers")),

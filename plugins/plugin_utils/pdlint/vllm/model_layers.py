@@ -47,8 +47,7 @@ def _int(value: Any) -> int | None:
 
 
 def _text(data: Mapping[str, Any], release: Release) -> Mapping[str, Any] | None:
-    sub, _where, error = model_config.text_config(data, release)
-    return None if error is not None else sub
+    return model_config.text_config(data, release).config
 
 
 def num_layers(data: Mapping[str, Any], release: Release) -> int | None:

@@ -84,13 +84,13 @@ FALCON = frozenset(("falcon", "RefinedWeb", "RefinedWebModel"))
 TEXT_CONFIG_NAMES = ("text_config", "decoder", "generator", "text_encoder")
 # transformers' config classes' attribute_map (standard name -> the name config.json uses), for the model types
 # whose config.json does not use the standard names (GPT2Config, GPTBigCodeConfig, GPTJConfig, BloomConfig,
-# FalconConfig, MptConfig, DbrxConfig; vLLM's own ChatGLMConfig in vllm/transformers_utils/configs/chatglm.py).
+# MptConfig, DbrxConfig; vLLM's own RWConfig (RefinedWeb) and ChatGLMConfig in vllm/transformers_utils/configs/).
+# transformers' FalconConfig has none: a "falcon" config.json's n_head is not its heads (FalconConfig's default is).
 _GPT2 = {"num_attention_heads": "n_head", "num_hidden_layers": "n_layer", "hidden_size": "n_embd"}
 _MPT = {"num_attention_heads": "n_heads", "num_hidden_layers": "n_layers", "hidden_size": "d_model"}
 ATTRIBUTE_MAP: dict[str, dict[str, str]] = {
     "gpt2": _GPT2, "gpt_bigcode": _GPT2, "gptj": _GPT2,
     "bloom": {"num_attention_heads": "n_head", "num_hidden_layers": "n_layer"},
-    "falcon": {"num_attention_heads": "n_head", "num_hidden_layers": "n_layer"},
     "RefinedWeb": {"num_attention_heads": "n_head", "num_hidden_layers": "n_layer"},
     "RefinedWebModel": {"num_attention_heads": "n_head", "num_hidden_layers": "n_layer"},
     "mpt": _MPT, "dbrx": _MPT,
