@@ -20,7 +20,7 @@ from ..load.model_files import Files
 from ..paths import display
 from ..topology import facts
 from ..topology.types import ModelFacts
-from ..vllm import model_config, model_layers
+from ..vllm import chunked, model_config, model_layers
 from ..vllm.releases import Release, of_version
 
 if TYPE_CHECKING:  # a config with a `models:` table imports it
@@ -39,7 +39,7 @@ def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[M
                        # (vLLM's is_hybrid is the model class's, in the registry; the table may know it)
                        ssm=True if derived.kv_heads and {"mamba", "linear"} & set(kinds or ()) else None,
                        sliding_window=derived.sliding_window, layers=model_layers.num_layers(data, release),
-                       layer_kinds=kinds, source=source)
+                       layer_kinds=kinds, attention_chunk_size=chunked.chunk_size(data, release), source=source)
     return dataclasses.replace(found, where=facts.where(found, source)), None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology, per_body
-from ..vllm import composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, stage_specs, view
+from ..vllm import chunked, composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, stage_specs, view
 from ..vllm import registry as connectors
 from ..vllm.ports import api_port
 from ..vllm.releases import Release
@@ -216,7 +216,10 @@ def start_problems(inst: Instance, release: Release) -> list[tuple[str, str, str
     no_off = hma.needs_hma(inst)  # turning HMA off is no fix for a model that cannot start without it
     found = []
     failure = hma.failure(inst)
-    if failure:
+    raised = chunked.start_error(inst)  # VllmConfig.__post_init__ raises before any connector is built
+    if raised:
+        found.append(raised)
+    elif failure:
         found.append(("disable_hybrid_kv_cache_manager", failure, hma.off_fix(inst) if no_off else
                       "set vllm_disable_hybrid_kv_cache_manager: true (and the same on the instances it pairs with)",
                       _CREATE))

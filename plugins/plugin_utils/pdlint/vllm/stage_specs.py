@@ -48,7 +48,10 @@ _MAMBA_SPEC = R("0.9.2")  # v1/kv_cache_interface.py MambaSpec: V1 has no Mamba 
 _FULL = frozenset({"full"})
 _SPEC = {_FULL: "FullAttentionSpec(sliding_window=None)",
          frozenset({"full", "sliding"}): "FullAttentionSpec(sliding_window=W)",
-         frozenset({"sliding"}): "SlidingWindowSpec(W)", frozenset({"mamba"}): "MambaSpec"}
+         frozenset({"sliding"}): "SlidingWindowSpec(W)", frozenset({"mamba"}): "MambaSpec",
+         # chunked local layers unify as sliding ones do (FullAttentionSpec.merge keeps attention_chunk_size=C)
+         frozenset({"full", "chunked"}): "FullAttentionSpec(attention_chunk_size=C)",
+         frozenset({"chunked"}): "ChunkedLocalAttentionSpec(C)"}
 
 
 def stage_mixes(inst: Instance) -> list[frozenset[str]] | None:
