@@ -134,3 +134,18 @@ def test_the_layer_kinds(tmp_path: Path) -> None:
     assert model_layers.layer_kinds(MAVERICK, R("0.10.0")) == ("full",) * 48  # no ChunkedLocalAttention yet
 
 
+
+
+@pytest.mark.parametrize(("version", "kinds"), [
+    ("0.33.0", "chunked*2 full*1 chunked*2 full*1 chunked*2 full*1 chunked*2 full*1"),
+    ("0.10.0", "full*12"),
+])
+def test_pdlint_models_shows_the_chunked_layers(tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str,
+                                                kinds: str) -> None:
+    from pdlint import cli
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps(HANDMADE), encoding="utf-8")
+    assert cli.main(["models", str(tmp_path / "m"), "--vllm-version", version]) == 0
+    out = capsys.readouterr().out
+    assert f"  layer_kinds     {kinds}\n  attention_chunk_size 4096\n" in out, out

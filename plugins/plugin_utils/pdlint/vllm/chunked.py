@@ -94,6 +94,12 @@ def is_llama4(data: Mapping[str, Any], text: Mapping[str, Any]) -> bool:
     return data.get("model_type") in _LLAMA4 or text.get("model_type") in _LLAMA4
 
 
+def plain_llama4(data: Mapping[str, Any]) -> bool:
+    """A Llama 4 config.json: its model classes (llama4.py, mllama4.py) implement no IsHybrid, so no Mamba/SSM."""
+    text = data.get("text_config")
+    return is_llama4(data, text if isinstance(text, Mapping) else data)
+
+
 def allowed(inst: Instance) -> bool | None:
     """envs.VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE as the release reads it from vllm_env (its default
     when unset); None when unrendered or not an integer (int() raises)."""
