@@ -253,3 +253,47 @@ def test_the_model_types_whose_chunk_size_vllm_deletes(release: Release) -> None
         data = {"model_type": model_type, "num_attention_heads": 64, "num_hidden_layers": 4,
                 "attention_chunk_size": 128}
         assert chunked.chunk_size(data, release) == (None if model_type in stripping else 128), (release, model_type)
+
+
+# --- PP stages with HMA off (each worker groups its own layers up to 0.10.2) ---------------------------------------
+
+@pytest.mark.parametrize("release", [r for r in KNOWN if R("0.10.1") <= r <= R("0.12.0")], ids=str)
+def test_chunked_stage_mixes_are_the_release_s_own(release: Release) -> None:
+    """A stage of chunked local layers only is a ChunkedLocalAttentionSpec group, a mixed one a FullAttentionSpec
+    (attention_chunk_size=C): the release's own spec classes and kv_cache_utils (test_vllm_stage_specs' planner)
+    decide whether the engine starts, and connector[config]'s verdict must agree."""
+    import test_vllm_stage_specs as st
+    from pdlint.rules import connector as rule
+    from pdlint.vllm import stage_specs
+
+    ns = st.specs(release)
+
+    def raises(kinds: tuple[str, ...], pp: int, partition: str | None) -> type[Exception] | None:
+        made = {"full": lambda: st._make(ns["FullAttentionSpec"]),
+                "chunked": lambda: st._make(ns["ChunkedLocalAttentionSpec"], attention_chunk_size=4096)}
+        spans = [model_layers.pp_indices(len(kinds), rank, pp, partition) for rank in range(pp)]
+        stages = [{f"model.layers.{s[0] + i}": made[k]() for i, k in enumerate(kinds[s[0]:s[1]])}
+                  for s in spans if isinstance(s, tuple)]
+        try:
+            st._planner(release)(stages)
+        except (AssertionError, ValueError) as error:
+            return type(error)
+        return None
+
+    wrong, raised = [], 0
+    for name in ("interval 3, chunk 4096", "scout"):
+        kinds = model_layers.layer_kinds(CONFIGS[name], release)
+        assert kinds is not None and "chunked" in kinds
+        for pp in range(2, 9):
+            for partition in st._partitions(len(kinds), pp):
+                inst = st.instance(release, "meta-llama/Llama-3.1-8B-Instruct", pp, partition, None)
+                inst = dataclasses.replace(inst, facts=dataclasses.replace(
+                    inst.facts, layer_kinds=kinds, layers=len(kinds), attention_chunk_size=4096, sliding_window=None))
+                theirs = raises(kinds, pp, partition)
+                raised += bool(theirs)
+                mine = stage_specs.failure(inst)
+                if (theirs is AssertionError) != (mine is not None) or bool(theirs) != bool(
+                        rule.start_problems(inst, release)):
+                    wrong.append((name, pp, partition, theirs, mine and mine[0][:80]))
+    assert not wrong, f"{release}: {wrong[:3]}"
+    assert raised > 5 if release < R("0.11.0") else raised == 0, raised
