@@ -10,8 +10,9 @@ default)))`, ALLOW_DEFAULT) is true; a speculative EAGLE config turns it off too
 From 0.13.0 an explicit `disable_hybrid_kv_cache_manager: false` there is a ValueError.
 The layers: Llama4Attention (model_executor/models/llama4.py) builds ChunkedLocalAttention, whose KV cache spec is
 ChunkedLocalAttentionSpec, for a layer whose no_rope_layers entry is not 0 when attention_chunk_size is set
-(0.10.2 -; 0.10.1 - 0.10.1.1 every RoPE layer; transformers fills no_rope_layers as `int((i + 1) % no_rope_layer_interval != 0)`, interval 4, when it
-is missing or empty); the other (NoPE) layers are full attention. unify_hybrid_kv_cache_specs treats a
+(0.10.2 -; 0.10.1 - 0.10.1.1 every RoPE layer; transformers fills no_rope_layers as
+`int((i + 1) % no_rope_layer_interval != 0)`, interval 4, when it is missing or empty); the other (NoPE) layers are
+full attention. unify_hybrid_kv_cache_specs treats a
 ChunkedLocalAttentionSpec as it treats a SlidingWindowSpec: beside full attention it becomes a FullAttentionSpec
 (attention_chunk_size=C). Pure: no I/O.
 """

@@ -78,7 +78,9 @@ def rejected(inst: Instance) -> bool:
     """HMA explicitly on with a connector that lacks SupportsHMA: factory.py create_connector's ValueError."""
     release = registry_release(inst)
     if inst.connector is None or dynamo_turns_off(inst) or HMA_DEFAULT.at(release) not in ("off-unless-set", "by-connector") \
-            or inst.disable_hma is not False or chunked.forces_off(inst):  # __post_init__ raises first (chunked.py)
+            or inst.disable_hma is not False:
+        return False
+    if chunked.forces_off(inst):  # VllmConfig.__post_init__ raises first (chunked.start_error)
         return False
     if external.loaded_from_module(inst.connector, inst.module_path, release):
         return composite.class_hma(inst.connector, inst.module_path, release) is False
