@@ -31,8 +31,9 @@ MODELS = {"maverick": MAVERICK, "handmade": HANDMADE}
 def _lint(tmp_path: Path, model: str, version: str, prefill: str = "", decode: str = "", env: str = "",
           pp: int = 1) -> list[Finding]:
     """A NIXL pair of the model at version; prefill/decode: extra group_vars lines; env: extra vllm_env items."""
-    (tmp_path / "models" / model).mkdir(parents=True, exist_ok=True)
-    (tmp_path / "models" / model / "config.json").write_text(json.dumps(MODELS[model]), encoding="utf-8")
+    if model in MODELS:
+        (tmp_path / "models" / model).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "models" / model / "config.json").write_text(json.dumps(MODELS[model]), encoding="utf-8")
     inv = tmp_path / "inv"
     (inv / "group_vars").mkdir(parents=True, exist_ok=True)
     (inv / "hosts.yml").write_text(textwrap.dedent("""\
@@ -43,7 +44,7 @@ def _lint(tmp_path: Path, model: str, version: str, prefill: str = "", decode: s
         """), encoding="utf-8")
     (inv / "group_vars" / "all.yml").write_text(textwrap.dedent(f"""\
         vllm_pd_deployment: l4
-        vllm_model: ../models/{model}
+        vllm_model: {model if model not in MODELS else "../models/" + model}
         vllm_version: "{version}"
         vllm_tensor_parallel_size: 4
         vllm_pipeline_parallel_size: {pp}
@@ -149,3 +150,21 @@ def test_pdlint_models_shows_the_chunked_layers(tmp_path: Path, capsys: pytest.C
     assert cli.main(["models", str(tmp_path / "m"), "--vllm-version", version]) == 0
     out = capsys.readouterr().out
     assert f"  layer_kinds     {kinds}\n  attention_chunk_size 4096\n" in out, out
+
+
+@pytest.mark.parametrize("name", ["meta-llama/Llama-4-Maverick-17B-128E-Instruct", "meta-llama/Llama-4-Scout-17B-16E"])
+def test_the_model_table_knows_llama_4_s_chunked_attention(tmp_path: Path, name: str) -> None:
+    """By name alone (no config.json): pdlint's table rows, generated from the real config.json files."""
+    found = _said(_lint(tmp_path, name, "0.13.0", prefill=OFF, decode=ON))
+    assert [(rule, where) for rule, where, _m in found] == [("connector[config]", "l4_decode.yml:2:1")], found
+    assert "attention_chunk_size 8192" in found[0][2]
+    assert _said(_lint(tmp_path, name, "0.13.0", prefill=OFF)) == []
+
+
+@pytest.mark.parametrize(("version", "fails"), [("0.9.2", False), ("0.10.2", True), ("0.11.0", False)])
+def test_pp_stages_of_chunked_layers_only_before_0_11(tmp_path: Path, version: str, fails: bool) -> None:
+    """PP 16 puts layers 0-2 (chunked only) and 3-5 (chunked and full) on different stages: per-worker groups differ
+    (AssertionError) from 0.10.1, the first release whose Llama 4 has ChunkedLocalAttention, until 0.11.0."""
+    found = _said(_lint(tmp_path, "meta-llama/Llama-4-Scout-17B-16E-Instruct", version, pp=16))
+    stage = [(rule, where) for rule, where, m in found if "get different KV cache specs" in m]
+    assert stage == ([("connector[config]", "all.yml:5:30")] if fails else []), found

@@ -264,7 +264,7 @@ def config(topo: Topology) -> Iterator[Hit]:
     from 0.33.0. MoRIIO under HMA: Mamba layers raise in 0.30.0, and write
     mode with sliding-window layers raises from 0.30.0. With HMA off and
     PP > 1, up to 0.10.2 each PP stage groups its own layers: stages of
-    different mixes (full, full+sliding, sliding, Mamba) fail
+    different mixes (full, full+sliding, sliding, Mamba, chunked local) fail
     unify_kv_cache_configs' assert (AssertionError at start).
 
     PASS:

@@ -91,6 +91,13 @@ def llama4_kinds(text: Mapping[str, Any], count: int, chunk: int | None, release
     return tuple("chunked" if chunked and r != 0 else "full" for r in rope[:count])
 
 
+def kinds_at(kinds: tuple[str, ...], release: Release) -> tuple[str, ...]:
+    """Layer kinds as release builds them: before 0.10.1 no layer is a ChunkedLocalAttention (pdlint's table writes
+    the newest release's kinds)."""
+    return kinds if release >= _LAYERS or "chunked" not in kinds else tuple(
+        "full" if k == "chunked" else k for k in kinds)
+
+
 def is_llama4(data: Mapping[str, Any], text: Mapping[str, Any]) -> bool:
     return data.get("model_type") in _LLAMA4 or text.get("model_type") in _LLAMA4
 
