@@ -168,3 +168,11 @@ def test_pp_stages_of_chunked_layers_only_before_0_11(tmp_path: Path, version: s
     found = _said(_lint(tmp_path, "meta-llama/Llama-4-Scout-17B-16E-Instruct", version, pp=16))
     stage = [(rule, where) for rule, where, m in found if "get different KV cache specs" in m]
     assert stage == ([("connector[config]", "all.yml:5:30")] if fails else []), found
+
+
+def test_an_unrendered_variable_is_never_guessed(tmp_path: Path) -> None:
+    """The variable decides HMA for a chunked model: a template pdlint cannot render leaves HMA unknown, so neither
+    the hash mismatch nor the explicit-enable ValueError is claimed."""
+    for decode in ("", ON):
+        found = _lint(tmp_path, "maverick", "0.33.0", prefill=OFF, decode=decode, env=f", {ENV}: '{{{{ nope }}}}'")
+        assert [f.rule for f in found if f.rule in ("pd-mismatch[hma]", "connector[config]")] == [], _said(found)
