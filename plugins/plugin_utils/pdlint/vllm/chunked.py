@@ -48,6 +48,8 @@ ALLOW_DEFAULT: Timeline[bool | None] = history("pd-mismatch[hma]", Timeline(
     ("0.14.0", True, f"vllm/envs.py environment_variables[{ENV!r}] (os.getenv(..., \"1\"))",
      "unset is true: only an explicit 0 turns HMA off"),
 ))
+history("connector[config]", CHUNKED_HMA)  # its explicit-enable ValueError is a start problem
+history("connector[config]", ALLOW_DEFAULT)
 _LAYERS = R("0.10.1")  # llama4.py builds ChunkedLocalAttention (ChunkedLocalAttentionSpec) from this release
 _NEEDS_SIZE = R("0.10.2")  # a RoPE layer is chunked only with an attention_chunk_size from this release
 _STRIP = R("0.21.0")
