@@ -29,7 +29,7 @@ MODELS = {"maverick": MAVERICK, "handmade": HANDMADE}
 
 
 def _lint(tmp_path: Path, model: str, version: str, prefill: str = "", decode: str = "", env: str = "",
-          pp: int = 1) -> list[Finding]:
+          pp: int = 1, kv: str = "{kv_connector: NixlConnector, kv_role: kv_both}") -> list[Finding]:
     """A NIXL pair of the model at version; prefill/decode: extra group_vars lines; env: extra vllm_env items."""
     if model in MODELS:
         (tmp_path / "models" / model).mkdir(parents=True, exist_ok=True)
@@ -48,7 +48,7 @@ def _lint(tmp_path: Path, model: str, version: str, prefill: str = "", decode: s
         vllm_version: "{version}"
         vllm_tensor_parallel_size: 4
         vllm_pipeline_parallel_size: {pp}
-        vllm_kv_transfer_config: {{kv_connector: NixlConnector, kv_role: kv_both}}
+        vllm_kv_transfer_config: {kv}
         vllm_env: {{VLLM_NIXL_SIDE_CHANNEL_HOST: "{{{{ ansible_host }}}}"{env}}}
         """), encoding="utf-8")
     (inv / "group_vars" / "l4_prefill.yml").write_text("vllm_pd_role: prefill\n" + prefill, encoding="utf-8")
@@ -176,3 +176,23 @@ def test_an_unrendered_variable_is_never_guessed(tmp_path: Path) -> None:
     for decode in ("", ON):
         found = _lint(tmp_path, "maverick", "0.33.0", prefill=OFF, decode=decode, env=f", {ENV}: '{{{{ nope }}}}'")
         assert [f.rule for f in found if f.rule in ("pd-mismatch[hma]", "connector[config]")] == [], _said(found)
+
+
+def _moriio(role: str, read: str) -> str:
+    return ("vllm_kv_transfer_config: {kv_connector: MoRIIOConnector, kv_role: %s, kv_connector_extra_config: "
+            "{http_port: 8000%s}}\n" % (role, read))
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("read", ["", ", read_mode: 'true'"])
+@pytest.mark.parametrize("version", ["0.30.0", "0.33.0"])
+def test_moriio_under_hma_refuses_chunked_groups(tmp_path: Path, model: str, read: str, version: str) -> None:
+    """MoRIIO is SupportsHMA from 0.30.0, so an unset flag runs HMA on a chunked model (the variable defaults to 1),
+    and MoRIIOConnectorScheduler.__init__ lists ChunkedLocalAttentionSpec as unsupported, in either mode."""
+    sides = {"prefill": _moriio("kv_producer", read), "decode": _moriio("kv_consumer", read)}
+    found = _said(_lint(tmp_path, model, version, **sides))
+    col = sides["prefill"].index("{http_port") + 1
+    assert [(rule, where) for rule, where, m in found if "ChunkedLocalAttentionSpec" in m] == \
+        [("connector[config]", f"l4_decode.yml:2:{col}"), ("connector[config]", f"l4_prefill.yml:2:{col}")], found
+    assert _said(_lint(tmp_path, model, version, env=f", {ENV}: '0'", **sides)) == []
+    assert _said(_lint(tmp_path, model, "0.29.0", **sides)) == []

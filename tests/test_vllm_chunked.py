@@ -297,3 +297,26 @@ def test_chunked_stage_mixes_are_the_release_s_own(release: Release) -> None:
                     wrong.append((name, pp, partition, theirs, mine and mine[0][:80]))
     assert not wrong, f"{release}: {wrong[:3]}"
     assert raised > 5 if release < R("0.11.0") else raised == 0, raised
+
+
+@pytest.mark.parametrize("release", [r for r in KNOWN if r >= R("0.14.0")], ids=str)
+def test_moriio_s_unsupported_group_specs(release: Release) -> None:
+    """MoRIIOConnectorScheduler.__init__'s `unsupported = [...]` (0.30.0 -), evaluated as written on a full and a
+    chunked local group: ChunkedLocalAttentionSpec is listed exactly where moriio_hybrid.MORIIO_HMA says MoRIIO runs
+    HMA, so moriio_chunked reports it there and nowhere else."""
+    from test_vllm_hma import ChunkedLocalAttentionSpec, FullAttentionSpec, MambaSpec, SlidingWindowSpec
+
+    from pdlint.vllm import moriio_hybrid
+
+    path = ROOTS[release] / vllm_source.KV / "v1/moriio/moriio_connector.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = [n.value for n in ast.walk(tree)
+             if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "unsupported"]
+    groups = [types.SimpleNamespace(kv_cache_spec=FullAttentionSpec()),
+              types.SimpleNamespace(kv_cache_spec=ChunkedLocalAttentionSpec())]
+    config = types.SimpleNamespace(kv_cache_groups=groups, transfer_groups=groups)
+    env = {"kv_cache_config": config, "FullAttentionSpec": FullAttentionSpec, "SlidingWindowSpec": SlidingWindowSpec,
+           "MambaSpec": MambaSpec, "is_full_attention_spec": lambda spec: isinstance(spec, FullAttentionSpec)}
+    listed = [eval(compile(ast.Expression(v), str(path), "eval"), dict(env)) for v in found]  # noqa: S307
+    assert bool(listed and all("ChunkedLocalAttentionSpec" in names for names in listed)) is \
+        (moriio_hybrid.MORIIO_HMA.at(release) is not None), (release, listed)

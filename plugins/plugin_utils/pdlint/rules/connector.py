@@ -258,7 +258,8 @@ def config(topo: Topology) -> Iterator[Hit]:
     chunked local attention (attention_chunk_size: Llama 4) where
     VllmConfig.__post_init__ turns it off (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE
     false: unset up to 0.13.0, 0 from 0.14.0) is a ValueError from 0.13.0, and
-    so is a value of that variable int() cannot read. Mamba/SSM layers need the DS conv-state
+    so is a value of that variable int() cannot read; MoRIIO under HMA
+    refuses chunked local layers in either mode (0.30.0+). Mamba/SSM layers need the DS conv-state
     layout (VLLM_SSM_CONV_STATE_LAYOUT=DS; SD when unset): NIXL asserts it
     from 0.20.0, MoRIIO raises in read mode from 0.31.0 and in both modes
     from 0.33.0. MoRIIO under HMA: Mamba layers raise in 0.30.0, and write
