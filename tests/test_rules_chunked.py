@@ -196,3 +196,16 @@ def test_moriio_under_hma_refuses_chunked_groups(tmp_path: Path, model: str, rea
         [("connector[config]", f"l4_decode.yml:2:{col}"), ("connector[config]", f"l4_prefill.yml:2:{col}")], found
     assert _said(_lint(tmp_path, model, version, env=f", {ENV}: '0'", **sides)) == []
     assert _said(_lint(tmp_path, model, "0.29.0", **sides)) == []
+
+
+def test_explain_says_why_hma_is_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pdlint import cli
+
+    _lint(tmp_path, "handmade", "0.13.0")
+    capsys.readouterr()
+    cli.main(["explain", str(tmp_path / "inv"), "--no-cache"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("both sides: HMA off (the model uses chunked local attention (attention_chunk_size 4096) and "
+            f"{ENV} is unset (false by default in vLLM 0.13.0), so vLLM 0.13.0 VllmConfig.__post_init__ turns it "
+            "off) [config/vllm.py VllmConfig.__post_init__") in out, out
+    assert "chunked local attention, 12 layers" in out and "8 chunked local + 4 full" in out, out
