@@ -45,6 +45,8 @@ SOURCES: dict[str, tuple[str, ...]] = {
     "openai/gpt-oss-20b": ("aic", "openai--gpt-oss-20b", ""),
     "moonshotai/Kimi-K2-Instruct": ("aic", "moonshotai--Kimi-K2-Instruct", ""),
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("aic", "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", ""),
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": ("aic", "meta-llama--Llama-4-Scout-17B-16E-Instruct", ""),
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct": ("aic", "meta-llama--Llama-4-Maverick-17B-128E-Instruct", ""),
     "mistralai/Mistral-7B-v0.1": ("transformers", "transformers/models/mistral/configuration_mistral.py",
                                   "MistralConfig", "its docstring: the defaults are Mistral-7B-v0.1's"),
 }
@@ -52,6 +54,14 @@ SOURCES: dict[str, tuple[str, ...]] = {
 NEW_ROWS: dict[str, dict[str, Any]] = {
     "mistralai/Mistral-7B-v0.1": {"aliases": ["mistralai/Mistral-7B-Instruct-v0.1"],
                                   "notes": "Sliding window 4096 on every layer; v0.2 and v0.3 have none."},
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": {
+        "aliases": ["meta-llama/Llama-4-Scout-17B-16E"],
+        "notes": ("Chunked local attention (attention_chunk_size 8192) on three layers of four: vLLM turns the hybrid "
+                  "KV cache manager off for it unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is true.")},
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct": {
+        "aliases": ["meta-llama/Llama-4-Maverick-17B-128E", "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8"],
+        "notes": ("Chunked local attention (attention_chunk_size 8192) on three layers of four: vLLM turns the hybrid "
+                  "KV cache manager off for it unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is true.")},
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": {
         "notes": "A Mamba hybrid (NemotronH): hybrid_override_pattern spells each layer Mamba, attention or MoE."},
 }
@@ -110,7 +120,7 @@ def configs(cache: Path) -> dict[str, tuple[dict[str, Any], str]] | None:
 
 
 def _derived(data: dict[str, Any], source: str) -> dict[str, Any]:
-    from pdlint.vllm import model_config, model_layers
+    from pdlint.vllm import chunked, model_config, model_layers
     from pdlint.vllm.releases import NEWEST
 
     facts = model_config.derive(data, NEWEST)
@@ -123,6 +133,9 @@ def _derived(data: dict[str, Any], source: str) -> dict[str, Any]:
         row["hybrid_ssm"] = True
     if facts.sliding_window is not None:
         row["sliding_window"] = facts.sliding_window
+    chunk = chunked.chunk_size(data, NEWEST)
+    if chunk is not None:
+        row["attention_chunk_size"] = chunk
     row["num_layers"] = model_layers.num_layers(data, NEWEST)
     if kinds:
         row["layer_kinds"] = model_layers.run_length(kinds)

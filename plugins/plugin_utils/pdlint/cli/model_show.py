@@ -44,7 +44,7 @@ def locate(word: str, revision: str | None) -> model_files.Found | None:
 
 def show(found: model_files.Found, version: str | None) -> int:
     """Print the facts of one located config.json; 1 when vLLM would reject it, else 0."""
-    from ..vllm import model_config, model_layers, releases
+    from ..vllm import chunked, model_config, model_layers, releases
 
     resolution = releases.resolve(version)
     release = resolution.release or releases.DEFAULT
@@ -66,5 +66,8 @@ def show(found: model_files.Found, version: str | None) -> int:
         sys.stdout.write(f"  {name:15} {str(shown).lower() if isinstance(value, bool) else shown}\n")
     kinds = model_layers.layer_kinds(found.config, release)
     sys.stdout.write(f"  {'layer_kinds':15} {model_layers.run_length(kinds) if kinds else 'unknown'}\n")
+    chunk = chunked.chunk_size(found.config, release)
+    if chunk is not None:  # ModelConfig.attention_chunk_size: it decides the hybrid KV cache manager (vllm/chunked.py)
+        sys.stdout.write(f"  {'attention_chunk_size':15} {chunk}\n")
     sys.stdout.write("".join(f"  from: {how}\n" for how in derived.how))
     return 0

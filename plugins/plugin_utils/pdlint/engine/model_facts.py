@@ -20,7 +20,7 @@ from ..load.model_files import Files
 from ..paths import display
 from ..topology import facts
 from ..topology.types import ModelFacts
-from ..vllm import model_config, model_layers
+from ..vllm import chunked, model_config, model_layers
 from ..vllm.releases import Release, of_version
 
 if TYPE_CHECKING:  # a config with a `models:` table imports it
@@ -38,9 +38,10 @@ def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[M
     found = ModelFacts(heads=derived.heads, kv_heads=derived.kv_heads, mla=derived.mla,
                        # Mamba or linear-attention layers beside attention: a hybrid; anything else stays unknown
                        # (vLLM's is_hybrid is the model class's, in the registry; the table may know it)
-                       ssm=True if derived.kv_heads and {"mamba", "linear"} & set(kinds or ()) else None,
+                       ssm=True if derived.kv_heads and {"mamba", "linear"} & set(kinds or ()) else
+                       False if chunked.plain_llama4(data) else None,
                        sliding_window=derived.sliding_window, layers=model_layers.num_layers(data, release),
-                       layer_kinds=kinds, source=source)
+                       layer_kinds=kinds, attention_chunk_size=chunked.chunk_size(data, release), source=source)
     return dataclasses.replace(found, where=facts.where(found, source)), None, derived.unknown
 
 

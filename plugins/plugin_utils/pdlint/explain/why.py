@@ -22,8 +22,9 @@ HMA_FIELD = "disable_hybrid_kv_cache_manager"
 PARALLEL_FIELDS = frozenset(("pipeline_parallel_size", "data_parallel_size"))
 _UNDETECTED = ("does not check", "does not detect")  # how the vllm layer's messages say vLLM has no check
 _PP_INDICES = "vllm/distributed/utils.py get_pp_indices"
-_MIX_ORDER = ("sliding", "mamba", "linear", "full", "none")
-_KIND_NAMES = {"full": "full", "sliding": "sliding", "mamba": "Mamba", "linear": "linear", "none": "no-KV"}
+_MIX_ORDER = ("sliding", "chunked", "mamba", "linear", "full", "none")
+_KIND_NAMES = {"full": "full", "sliding": "sliding", "chunked": "chunked local", "mamba": "Mamba", "linear": "linear",
+               "none": "no-KV"}
 
 
 def verdict(message: str) -> str:
@@ -108,7 +109,8 @@ def _hma(p: Engine, d: Engine, starts: dict[str, list[tuple[str, str, str, str]]
 
 
 def kind(facts: ModelFacts) -> str:
-    """full attention / sliding-window / Mamba/SSM hybrid / MLA / linear attention (unknown when unknown)."""
+    """full attention / sliding-window / chunked local attention / Mamba/SSM hybrid / MLA / linear attention
+    (unknown when unknown)."""
     kinds = set(facts.layer_kinds or ())
     if facts.mla:
         return "MLA"
@@ -118,6 +120,8 @@ def kind(facts: ModelFacts) -> str:
         return "linear attention"
     if facts.sliding_window or "sliding" in kinds:
         return "sliding-window"
+    if "chunked" in kinds:
+        return "chunked local attention"
     return "full attention" if facts.layer_kinds or facts.mla is not None else "unknown"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology, per_body
-from ..vllm import composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, stage_specs, view
+from ..vllm import chunked, composite, external, hma, mooncake, moriio_config, moriio_hybrid, p2p, stage_specs, view
 from ..vllm import registry as connectors
 from ..vllm.ports import api_port
 from ..vllm.releases import Release
@@ -216,7 +216,10 @@ def start_problems(inst: Instance, release: Release) -> list[tuple[str, str, str
     no_off = hma.needs_hma(inst)  # turning HMA off is no fix for a model that cannot start without it
     found = []
     failure = hma.failure(inst)
-    if failure:
+    raised = chunked.start_error(inst)  # VllmConfig.__post_init__ raises before any connector is built
+    if raised:
+        found.append(raised)
+    elif failure:
         found.append(("disable_hybrid_kv_cache_manager", failure, hma.off_fix(inst) if no_off else
                       "set vllm_disable_hybrid_kv_cache_manager: true (and the same on the instances it pairs with)",
                       _CREATE))
@@ -251,13 +254,18 @@ def config(topo: Topology) -> Iterator[Hit]:
     SupportsHMA (factory.py create_connector), or resolved off for a Mamba/SSM
     hybrid model, which does not start (kv_cache_utils.py
     unify_hybrid_kv_cache_specs 0.9.1 - 0.33.0; NIXL's worker asserts HMA
-    for Mamba layers from 0.18.0). Mamba/SSM layers need the DS conv-state
+    for Mamba layers from 0.18.0). HMA explicitly on for a model with
+    chunked local attention (attention_chunk_size: Llama 4) where
+    VllmConfig.__post_init__ turns it off (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE
+    false: unset up to 0.13.0, 0 from 0.14.0) is a ValueError from 0.13.0, and
+    so is a value of that variable int() cannot read; MoRIIO under HMA
+    refuses chunked local layers in either mode (0.30.0+). Mamba/SSM layers need the DS conv-state
     layout (VLLM_SSM_CONV_STATE_LAYOUT=DS; SD when unset): NIXL asserts it
     from 0.20.0, MoRIIO raises in read mode from 0.31.0 and in both modes
     from 0.33.0. MoRIIO under HMA: Mamba layers raise in 0.30.0, and write
     mode with sliding-window layers raises from 0.30.0. With HMA off and
     PP > 1, up to 0.10.2 each PP stage groups its own layers: stages of
-    different mixes (full, full+sliding, sliding, Mamba) fail
+    different mixes (full, full+sliding, sliding, Mamba, chunked local) fail
     unify_kv_cache_configs' assert (AssertionError at start).
 
     PASS:

@@ -42,6 +42,7 @@ def known(model: str | None) -> ModelFacts:
         sliding_window=entry.get("sliding_window"),
         layers=entry.get("num_layers"),
         layer_kinds=_kinds(entry.get("layer_kinds")),
+        attention_chunk_size=entry.get("attention_chunk_size"),
         source=f"pdlint model table: {entry['name']}",
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..topology.types import Instance, per_body
-from . import composite, external
+from . import chunked, composite, external
 from .composite import HMA, MULTI, children, children_hma, class_hma, is_composite
 from .history import history
 from .registry import HMA_DEFAULT, kind_of, registered, supports_hma
@@ -52,6 +52,8 @@ def enabled(inst: Instance) -> bool:
     mode = HMA_DEFAULT.at(release)
     if mode == "absent" or inst.connector and mode == "forced-off":
         return False
+    if chunked.forces_off(inst):  # chunked local attention, whatever the setting (vllm/chunked.py)
+        return False
     if dynamo_turns_off(inst):
         return False
     if inst.disable_hma is not None:
@@ -72,6 +74,8 @@ def dynamo_turns_off(inst: Instance) -> bool:
 def known(inst: Instance) -> bool:
     """enabled() is decided: not an unset flag resolved by an out-of-tree class pdlint cannot see."""
     release = registry_release(inst)
+    if inst.disable_hma is not True and chunked.forces_off(inst) is not False:
+        return bool(chunked.forces_off(inst))  # None: the chunked-attention variable is unreadable
     return (inst.disable_hma is not None or not inst.connector or HMA_DEFAULT.at(release) != "by-connector"
             or composite.supports_hma(inst) is not None)
 
@@ -81,6 +85,8 @@ def rejected(inst: Instance) -> bool:
     release = registry_release(inst)
     if inst.connector is None or dynamo_turns_off(inst) or HMA_DEFAULT.at(release) not in ("off-unless-set", "by-connector") \
             or inst.disable_hma is not False:
+        return False
+    if chunked.forces_off(inst):  # VllmConfig.__post_init__ raises first (chunked.start_error)
         return False
     if external.loaded_from_module(inst.connector, inst.module_path, release):
         return composite.class_hma(inst.connector, inst.module_path, release) is False
@@ -121,6 +127,8 @@ def _off_because(inst: Instance) -> str:
     if inst.disable_hma:
         return "vllm_disable_hybrid_kv_cache_manager is true"
     mode = HMA_DEFAULT.at(registry_release(inst))
+    if chunked.forces_off(inst) and not (inst.connector and mode == "forced-off"):
+        return chunked.because(inst)
     if mode == "forced-off":
         return f"vLLM {registry_release(inst)} turns it off whenever a kv connector is set"
     if mode == "off-unless-set":
@@ -145,8 +153,12 @@ def reason(inst: Instance) -> tuple[str, str]:
         return _off_because(inst), "vllm/dynamo_launcher.py disable_hybrid_kv_cache_manager_for_incompatible_pd_connector"
     if step.value == "absent":
         return f"vLLM {release} has no hybrid KV cache manager option", step.source
+    if chunked.forces_off(inst) is None and not inst.disable_hma:
+        return f"pdlint cannot read {chunked.ENV}, which decides it for chunked local attention", step.source
     if not known(inst):
         return f"it is unset and pdlint cannot see whether {inst.connector} supports it", step.source
+    if chunked.forces_off(inst) and not inst.disable_hma and not (inst.connector and step.value == "forced-off"):
+        return _off_because(inst), chunked.CHUNKED_HMA.step(release).source
     return _off_because(inst), step.source
 
 

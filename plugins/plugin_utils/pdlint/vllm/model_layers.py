@@ -1,6 +1,7 @@
 """How many layers a model has and which kind each is, as a vLLM release reads config.json; the layers of a PP stage.
 
-The kinds: "full" (full attention), "sliding" (sliding-window attention), "mamba" (Mamba/SSM), "linear" (linear
+The kinds: "full" (full attention), "sliding" (sliding-window attention), "chunked" (chunked local attention:
+Llama 4's RoPE layers, vllm/chunked.py), "mamba" (Mamba/SSM), "linear" (linear
 attention: gated DeltaNet, lightning attention), "none" (a layer that keeps no KV cache: an MLP or MoE-only
 block, a no-op attention block). vLLM counts them in ModelConfig.get_num_layers_by_block_type (vllm/config.py
 0.8.5 - 0.10.1.1, vllm/config/__init__.py 0.10.2, vllm/config/model.py 0.11.0 -), whose branches this follows:
@@ -11,6 +12,8 @@ block, a no-op attention block). vLLM counts them in ModelConfig.get_num_layers_
   spells hybrid_override_pattern (0.9.1 -) M/*/-/E as mamba/attention/mlp/moe), then `attn_type_list` (MiniMax, hf_config:
   1 attention, 0 linear), then `layer_types` (Qwen3-Next, Qwen3.5: 0.10.2 -; hf_config up to 0.16.0, hf_text_config
   from 0.17.0; attention is "full_attention" up to 0.31.0, _ATTENTION_LAYER_TYPES from 0.32.0);
+- Llama 4 (llama4.py Llama4Attention, not get_num_layers_by_block_type): chunked where no_rope_layers is not 0
+  (0.10.1 -), full attention elsewhere (vllm/chunked.py);
 - otherwise every layer is attention: sliding where the model's layer_types says "sliding_attention" (gpt-oss,
   Gemma 3/4, Step-3.7: the model files read config.layer_types[layer_idx]), or sliding_window_pattern (older
   Gemma 3 configs), or every layer when the whole model has a sliding window (Mistral-7B-v0.1).
@@ -24,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..topology.types import ModelFacts
-from . import model_config
+from . import chunked, model_config
 from .releases import R, Release
 
-KINDS = ("full", "sliding", "mamba", "linear", "none")
-ATTENTION = frozenset(("full", "sliding"))
+KINDS = ("full", "sliding", "chunked", "mamba", "linear", "none")
+ATTENTION = frozenset(("full", "sliding", "chunked"))
 _DISTRIBUTED = "vllm/distributed/utils.py get_pp_indices"
 # layer_types spellings that hold a full-attention KV cache (vllm/config/model.py _ATTENTION_LAYER_TYPES, 0.32.0 -)
 _FULL_TYPES = frozenset(("full_attention", "attention", "indexed_attention", "deepseek_sparse_attention",
@@ -74,6 +77,8 @@ def layer_kinds(data: Mapping[str, Any], release: Release) -> tuple[str, ...] | 
     derived = model_config.derive(data, release)
     if derived.kv_heads == 0:  # attention-free (ZERO_KV model types)
         return ("mamba",) * count
+    if chunked.is_llama4(data, text):  # before layer_types: Llama4TextConfig's "chunked_attention" is vLLM's own
+        return chunked.llama4_kinds(text, count, chunked.chunk_size(data, release), release)
     listed = _listed(data, text, release)
     if listed is not None:
         return tuple(listed[:count]) if len(listed) >= count else None

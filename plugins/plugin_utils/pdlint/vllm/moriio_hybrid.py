@@ -7,7 +7,7 @@ variable VLLM_SSM_CONV_STATE_LAYOUT when set, else "SD"; the transfers need "DS"
 from __future__ import annotations
 
 from ..topology.types import Instance
-from . import composite, hma
+from . import chunked, composite, hma
 from .history import history
 from .moriio import read_mode
 from .registry import kind_of
@@ -71,10 +71,29 @@ def nixl_layout(inst: Instance) -> tuple[str, str] | None:
     return message, NIXL_DS.step(release).source
 
 
+def moriio_chunked(inst: Instance) -> tuple[str, str, str, str] | None:
+    """MoRIIO under HMA with chunked local layers (Llama 4): the scheduler lists ChunkedLocalAttentionSpec among
+    the unsupported group specs (it is an AttentionSpec, not a FullAttentionSpec) and raises, in either mode."""
+    release = registry_release(inst)
+    if kind_of(composite.effective(inst).connector) != "moriio" or MORIIO_HMA.at(release) is None \
+            or "chunked" not in chunked.kinds_at(inst.facts.layer_kinds or (), release) \
+            or not hma.known(inst) or not hma.enabled(inst):
+        return None
+    message = (f"{inst.model or 'the model'} has chunked local attention layers and MoRIIO runs under the hybrid KV "
+               f"cache manager: vLLM {release} raises NotImplementedError (\"MoRIIO only supports sliding-window "
+               "hybrid models (e.g. Gemma) ... Unsupported KV cache group spec(s): ['ChunkedLocalAttentionSpec']\")")
+    fix = (f"set vllm_disable_hybrid_kv_cache_manager: true on both sides, or {chunked.ENV}=0 in vllm_env (vLLM then "
+           "turns HMA off for chunked local attention)")
+    return "disable_hybrid_kv_cache_manager", message, fix, MORIIO_HMA.step(release).source
+
+
 def moriio_start(inst: Instance) -> list[tuple[str, str, str, str]]:
     """(field, message, hint, source) for each way a MoRIIO engine with hybrid layers fails at start."""
     view = composite.effective(inst)
     release = registry_release(inst)
+    local = moriio_chunked(inst)
+    if local:
+        return [local]
     if kind_of(view.connector) != "moriio" or not (inst.facts.ssm or inst.facts.sliding_window):
         return []
     if not inst.knows("env.VLLM_MORIIO_CONNECTOR_READ_MODE"):

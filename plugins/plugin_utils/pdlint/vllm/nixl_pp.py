@@ -112,7 +112,9 @@ def is_push(side: Side) -> bool:
 
 
 def _layers(side: Side) -> str:
-    return "Mamba/SSM" if side.ssm else f"sliding-window ({side.sliding_window})"
+    if side.ssm:
+        return "Mamba/SSM"
+    return f"sliding-window ({side.sliding_window})" if side.sliding_window else "chunked local attention"
 
 
 def issue(side: Side, push: bool, other: Side | None = None) -> tuple[str, str, bool] | None:

@@ -67,8 +67,9 @@ class Side:
 
     @property
     def non_full_attention(self) -> bool:
-        """The model has layers whose KV cache spec is not a FullAttentionSpec (sliding window, Mamba/SSM)."""
-        return bool(self.ssm) or bool(self.sliding_window)
+        """The model has layers whose KV cache spec is not a FullAttentionSpec (sliding window, chunked local
+        attention: ChunkedLocalAttentionSpec, Mamba/SSM)."""
+        return bool(self.ssm) or bool(self.sliding_window) or "chunked" in (self.layer_kinds or ())
 
     def get(self, key: str, default: str | None = None) -> str | None:
         """A kv_connector_extra_config value as text."""

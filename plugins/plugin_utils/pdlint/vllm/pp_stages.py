@@ -7,9 +7,9 @@ run the same model with the same layout, so K/V split regions scale both counts 
 the assert. The count is unknown (None: the rules keep their stage-blind verdict) when:
 - the model has Mamba/SSM or linear-attention layers (their (ssm, conv) regions, and 0.26.0+ skips the assert:
   `elif not self._has_mamba`), or
-- the hybrid KV cache manager runs on a model with sliding-window layers: HMA pools one tensor per group slot
-  across groups, so `seen_base_addresses` counts group slots, not layers (with HMA off, unify_hybrid_kv_cache_specs
-  makes sliding layers full attention, each with its own tensor).
+- the hybrid KV cache manager runs on a model with sliding-window or chunked local layers: HMA pools one tensor per
+  group slot across groups, so `seen_base_addresses` counts group slots, not layers (with HMA off,
+  unify_hybrid_kv_cache_specs makes sliding and chunked local layers full attention, each with its own tensor).
 The stage split is get_pp_indices (vllm/distributed/utils.py, with VLLM_PP_LAYER_PARTITION; model_layers.py).
 Pure: no I/O.
 """
@@ -44,7 +44,7 @@ CHECKED: Timeline[str] = history("tp-ratio[nixl]", Timeline(
 
 def kv_counts(kinds: Sequence[str] | None, pp: int, env: Mapping[str, str], hma_on: bool) -> tuple[int, ...] | None:
     """The KV-holding layers each of pp stages registers (see the module docstring); None when unknown."""
-    if not kinds or {"mamba", "linear"} & set(kinds) or hma_on and "sliding" in kinds:
+    if not kinds or {"mamba", "linear"} & set(kinds) or hma_on and {"sliding", "chunked"} & set(kinds):
         return None
     held = stages(kinds, pp, env)  # None: get_pp_indices raises (pp_error reports that)
     return None if held is None else tuple(sum(1 for kind in stage if kind != "none") for stage in held)

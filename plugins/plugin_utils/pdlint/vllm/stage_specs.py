@@ -9,6 +9,8 @@ holds full attention, and create_kv_cache_group_specs merges the stage's layers 
 - FullAttentionSpec(sliding_window=None): only full-attention layers,
 - FullAttentionSpec(sliding_window=W): full and sliding layers,
 - SlidingWindowSpec(W): only sliding layers,
+- FullAttentionSpec(attention_chunk_size=C) / ChunkedLocalAttentionSpec(C): the same for chunked local layers
+  (Llama 4, 0.10.1+: vllm/chunked.py),
 - MambaSpec: only Mamba layers (0.9.2+; a stage mixing Mamba and attention makes unify raise ValueError, which
   hma.off_failure reports),
 and unify_kv_cache_configs asserts `group_rank_0.kv_cache_spec == group_rank_i.kv_cache_spec`: any two stages of
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..topology.types import Instance
-from . import hma
+from . import chunked, hma
 from .history import history
 from .model_layers import pp_indices, stages
 from .registry import release as registry_release
@@ -48,12 +50,16 @@ _MAMBA_SPEC = R("0.9.2")  # v1/kv_cache_interface.py MambaSpec: V1 has no Mamba 
 _FULL = frozenset({"full"})
 _SPEC = {_FULL: "FullAttentionSpec(sliding_window=None)",
          frozenset({"full", "sliding"}): "FullAttentionSpec(sliding_window=W)",
-         frozenset({"sliding"}): "SlidingWindowSpec(W)", frozenset({"mamba"}): "MambaSpec"}
+         frozenset({"sliding"}): "SlidingWindowSpec(W)", frozenset({"mamba"}): "MambaSpec",
+         # chunked local layers unify as sliding ones do (FullAttentionSpec.merge keeps attention_chunk_size=C)
+         frozenset({"full", "chunked"}): "FullAttentionSpec(attention_chunk_size=C)",
+         frozenset({"chunked"}): "ChunkedLocalAttentionSpec(C)"}
 
 
 def stage_mixes(inst: Instance) -> list[frozenset[str]] | None:
     """The KV-holding layer kinds of each PP stage; None when one is unknown or vLLM refuses the partition."""
-    held = stages(inst.facts.layer_kinds, inst.pp, inst.env)
+    kinds = inst.facts.layer_kinds
+    held = stages(kinds and chunked.kinds_at(kinds, registry_release(inst)), inst.pp, inst.env)
     return None if held is None else [frozenset(stage) - {"none"} for stage in held]
 
 
