@@ -37,7 +37,8 @@ VLLM_FILES = {
     "multi_connector.py", "p2p_nccl_engine.py", "kv_connector_protocols.py", "kv_cache_utils.py",
     "kv_cache_planning.py", "backend_args.py", "arg_utils.py", "cli_args.py", "core.py", "registry.py",
     "engine/arg_utils.py", "config/model.py", "config/parallel.py", "config/cache.py", "config/utils.py",
-    "config/vllm.py", "config/manager.py", "config/kv_transfer.py",
+    "config/vllm.py", "config/manager.py", "config/kv_transfer.py", "llama4.py", "mllama4.py",
+    "model_arch_config_convertor.py", "configuration_llama4.py",  # the last: transformers'
 }
 PATH = re.compile(r"(?<![\w./~-])((?:[\w-]+/)*[\w-]+\.(?:py|json|yml|yaml|md))\b")
 OUTSIDE = re.compile(r"DESIGN\.md|STYLE\.md|\.\./shared|/work/shared|\b[Ii]ssues? \d+|\b[Ii]tems? \d+ of")
