@@ -284,7 +284,7 @@ def test_cached_equals_uncached_over_random_edits(edits, tmp_path: Path, capsys,
 def test_an_edit_that_keeps_the_stat_is_seen(cached: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     """Filesystems with coarse timestamps: a same-size edit in the same tick keeps every stat field the key
     holds, so the content digest of recently modified files decides (git's "racy clean")."""
-    from pdlint.load import fingerprints
+    from pdlint.load.preflight import fingerprints
     from pdlint.cache import runs
 
     real = fingerprints.fingerprints

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import vllm_source
-from pdlint.vllm import ranks
+from pdlint.vllm.connectors import ranks
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pdlint.cache import filememo, store
-from pdlint.load import guard, preflight, select
+from pdlint.load.preflight import guard
+from pdlint.load import preflight, select
 from pdlint.load import compose
 from pdlint.load.errors import LoadError
 

@@ -17,7 +17,7 @@ from generate import SHAPES, generate
 # imported only by a host with a command line, by a config with a `variables:` mapping or a `models:` table, by a run
 # with a cache, by a value the quick check cannot vouch for, by ansible-core's loader; hashlib (OpenSSL's library)
 # only by the cache's store
-_LAZY = ("pdlint.vllm.cmdline", "pdlint.launch.command", "pdlint.launch.mapping", "pdlint.config.variables",
+_LAZY = ("pdlint.vllm.arguments.cmdline", "pdlint.launch.command", "pdlint.launch.mapping", "pdlint.config.variables",
          "pdlint.config.models", "pdlint.cache.runs", "pdlint.cache.store", "pdlint.load.reference.loader",
          "jsonschema", "ansible", "hashlib", "zipfile")
 _PROBE = """
@@ -51,10 +51,10 @@ def test_a_command_line_imports_the_parser(tmp_path: Path) -> None:
     vars_file = next((tmp_path / "inv" / "host_vars").iterdir())
     vars_file.write_text(vars_file.read_text() + "vllm_args: --max-model-len 4096\n")
     _rc, _generated, loaded = _probe("--no-cache", "-f", "json", str(tmp_path / "inv"))
-    assert "pdlint.vllm.cmdline" in loaded and "pdlint.cache.runs" not in loaded
+    assert "pdlint.vllm.arguments.cmdline" in loaded and "pdlint.cache.runs" not in loaded
     generate(12, tmp_path / "args", "args")  # the bench shape whose engines are command lines
     _rc, _generated, loaded = _probe("--no-cache", "-f", "json", str(tmp_path / "args"))
-    assert "pdlint.vllm.cmdline" in loaded
+    assert "pdlint.vllm.arguments.cmdline" in loaded
 
 
 def test_a_cached_run_imports_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,7 +62,7 @@ def test_a_cached_run_imports_the_cache(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("PDLINT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("PDLINT_NO_CACHE", raising=False)
     _rc, _generated, loaded = _probe("-f", "json", str(tmp_path / "inv"))
-    assert "pdlint.cache.runs" in loaded and "pdlint.vllm.cmdline" not in loaded
+    assert "pdlint.cache.runs" in loaded and "pdlint.vllm.arguments.cmdline" not in loaded
 
 
 def test_each_property_alone_is_the_documents() -> None:

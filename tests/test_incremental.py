@@ -29,8 +29,9 @@ from pdlint.cli import main
 from pdlint.finding import Origin
 from pdlint.cli.options import parser
 from pdlint.hostvars import HostVars
-from pdlint.load import safety, select
-from pdlint.load import fingerprints
+from pdlint.load.preflight import safety
+from pdlint.load import select
+from pdlint.load.preflight import fingerprints
 from pdlint.hostvars import Unresolved
 from pdlint.cache import runs, store
 

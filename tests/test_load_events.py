@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from pdlint.load.fast import files, vars_dirs
 from pdlint.load.fast import loader as fast
 from pdlint.load.fast import vars_events as events
-from pdlint.load import guard, preflight
+from pdlint.load.preflight import guard
+from pdlint.load import preflight
 from pdlint.load import errors
 from pdlint.load.fast.values import Unsupported
 

@@ -57,7 +57,7 @@ def test_overlay_with_a_yaml_error_is_a_load_error_at_its_line(inv: Path) -> Non
 
 
 def test_overlay_is_held_to_the_same_size_limit(inv: Path) -> None:
-    from pdlint.load import guard
+    from pdlint.load.preflight import guard
 
     group = inv / "group_vars" / "all.yml"
     with pytest.raises(LoadError, match="over the 1,024-byte limit"):

@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from pdlint.hostvars import is_relevant
 from pdlint.load.fast import loader as fast, ansible_cfg as fast_config
 from pdlint.load.reference import loader as reference
-from pdlint.load import safety, select
+from pdlint.load.preflight import safety
+from pdlint.load import select
 from pdlint.load.errors import LoadError
 
 BIN = Path(sys.executable).parent

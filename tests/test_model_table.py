@@ -14,7 +14,7 @@ import model_table  # the generator lives in tools/
 
 from pdlint import cli
 from pdlint.topology import facts
-from pdlint.vllm import model_layers
+from pdlint.vllm.model import layers as model_layers
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 

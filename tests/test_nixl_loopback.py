@@ -7,7 +7,7 @@ import pytest
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.topology.build import build
-from pdlint.vllm.registry import is_loopback
+from pdlint.vllm.connectors.registry import is_loopback
 
 NIXL = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
 PUSH = {"kv_connector": "NixlPushConnector", "kv_role": "kv_both"}

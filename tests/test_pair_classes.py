@@ -20,7 +20,7 @@ from conftest import ROOT
 from pdlint.engine import core as engine
 from pdlint.load import select
 from pdlint.rules import pairs
-from pdlint.vllm import pair as vpair
+from pdlint.vllm.connectors import pair as vpair
 
 PLUGIN = ROOT / "plugins" / "plugin_utils" / "pdlint"
 
@@ -157,10 +157,11 @@ PER_HOST_ENV = frozenset((
     "VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT", "VLLM_MOONCAKE_BOOTSTRAP_PORT", "DYN_SYSTEM_PORT",
     "CUDA_VISIBLE_DEVICES", "VLLM_USE_V1", "VLLM_SSM_CONV_STATE_LAYOUT", "VLLM_MORIIO_QP_PER_TRANSFER",
     "VLLM_MORIIO_POST_BATCH_SIZE", "VLLM_MORIIO_NUM_WORKERS"))
-# The modules whose code decides a pair verdict (vllm/pair.py's families and what they call, the pair rules).
-PAIR_MODULES = ("vllm/pair.py", "vllm/nixl.py", "vllm/nixl_layout.py", "vllm/nixl_pp.py", "vllm/moriio.py",
-                "vllm/mooncake.py", "vllm/p2p.py", "vllm/pp_stages.py", "vllm/model_layers.py", "vllm/hma.py",
-                "vllm/nixl_channel.py", "vllm/view.py", "vllm/composite.py", "rules/pairs.py",
+# The modules whose code decides a pair verdict (vllm/connectors/pair.py's families and what they call, the pair rules).
+PAIR_MODULES = ("vllm/connectors/pair.py", "vllm/connectors/nixl/__init__.py", "vllm/connectors/nixl/layout.py",
+                "vllm/connectors/nixl/pp.py", "vllm/connectors/moriio/__init__.py", "vllm/connectors/mooncake.py",
+                "vllm/connectors/p2p.py", "vllm/model/pp_stages.py", "vllm/model/layers.py", "vllm/model/hma.py",
+                "vllm/connectors/nixl/channel.py", "vllm/connectors/view.py", "vllm/connectors/composite.py", "rules/pairs.py",
                 "rules/pd_mismatch_hashed.py", "rules/pd_mismatch_layout.py", "rules/deployment.py",
                 "rules/tp_ratio.py", "rules/kv_heads.py")
 _ENV_NAME = re.compile(r"^(?:env\.)?((?:VLLM|DYN|UCX|NCCL|CUDA|MC|MORI)_[A-Z0-9_]+)$")
@@ -172,10 +173,10 @@ def _env_names(path: Path) -> set[str]:
 
 
 def test_every_env_name_the_rules_read_is_a_pair_one_or_read_per_host() -> None:
-    """A variable a pair check reads must be in vllm/pair.py PAIR_ENV (else the pair class would mix engines that
+    """A variable a pair check reads must be in vllm/connectors/pair.py PAIR_ENV (else the pair class would mix engines that
     differ in it); one read per host must not be read by a pair check (else the class would be wrong)."""
-    every = set().union(*(_env_names(p) for p in [*PLUGIN.glob("vllm/*.py"), *PLUGIN.glob("rules/*.py")]
-                          if p.name not in ("env_values.py", "moriio_config.py")))  # env[*]'s tables of names
+    every = set().union(*(_env_names(p) for p in [*PLUGIN.glob("vllm/**/*.py"), *PLUGIN.glob("rules/*.py")]
+                          if p.name not in ("env_values.py",) and not p.match("moriio/config.py")))  # env[*]'s tables of names
     assert every - set(vpair.PAIR_ENV) - PER_HOST_ENV == set()
     in_pair_code = set().union(*(_env_names(PLUGIN / m) for m in PAIR_MODULES))
     assert in_pair_code & PER_HOST_ENV == set(), "a pair check reads a per-host variable: add it to PAIR_ENV"

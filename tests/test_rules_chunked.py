@@ -2,7 +2,7 @@
 
 Models other than the outside pass's Scout: a Maverick-like config.json (no no_rope_layers: transformers' default
 pattern) and a hand-written one (12 layers, a RoPE-free layer every third, chunk 4096), each in a model directory
-the inventory names. vllm/chunked.py has the spans; test_vllm_chunked.py holds them against each release's code.
+the inventory names. vllm/model/chunked.py has the spans; test_vllm_chunked.py holds them against each release's code.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pdlint.engine import core as engine
 from pdlint.finding import Finding
 from pdlint.load import select
 from pdlint.load.model_files import Files
-from pdlint.vllm import chunked
+from pdlint.vllm.model import chunked
 
 ENV = chunked.ENV
 MAVERICK = {"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"],
@@ -117,7 +117,7 @@ def test_a_variable_int_cannot_read_is_a_value_error(tmp_path: Path, value: str)
 @pytest.mark.parametrize("model", MODELS)
 def test_nixl_pp_with_hma_on_sees_the_chunked_layers(tmp_path: Path, model: str) -> None:
     """Chunked local layers are ChunkedLocalAttentionSpec, not full attention: NIXL's `_is_hma_required` holds, so
-    PP > 1 with HMA on raises in 0.26.0 - 0.30.0 (vllm/nixl_pp.py PP_HMA)."""
+    PP > 1 with HMA on raises in 0.26.0 - 0.30.0 (vllm/connectors/nixl/pp.py PP_HMA)."""
     found = _said(_lint(tmp_path, model, "0.26.0", pp=2))
     said = ("pipeline_parallel_size 2 with the hybrid KV cache manager on a model with chunked local attention layers: "
             "NIXL in vLLM 0.26.0 raises NotImplementedError")
@@ -127,7 +127,7 @@ def test_nixl_pp_with_hma_on_sees_the_chunked_layers(tmp_path: Path, model: str)
 
 
 def test_the_layer_kinds(tmp_path: Path) -> None:
-    from pdlint.vllm import model_layers
+    from pdlint.vllm.model import layers as model_layers
     from pdlint.vllm.releases import R
 
     assert model_layers.run_length(model_layers.layer_kinds(HANDMADE, R("0.33.0")) or ()) == \

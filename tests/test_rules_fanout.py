@@ -12,7 +12,7 @@ from pdlint.rules import REGISTRY
 from pdlint.topology import build as build_module
 from pdlint.topology.build import build
 from pdlint.vllm import env_values
-from pdlint.vllm import registry as connectors
+from pdlint.vllm.connectors import registry as connectors
 
 
 def _wide(p: int, d: int, prefill: dict[str, Any], decode: dict[str, Any],

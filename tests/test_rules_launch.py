@@ -207,7 +207,7 @@ def test_dynamos_launcher(tmp_path: Path, line: str, rules: list[str] | None) ->
 
 
 def test_dynamos_own_words_are_taken_as_its_parser_takes_them() -> None:
-    from pdlint.vllm import dynamo_launcher as dynamo
+    from pdlint.vllm.arguments import dynamo
 
     words = ["--namespace", "dyn", "--model", "m", "--is-prefill-worker", "--connector", "nixl", "kvbm",
              "--enforce-eager", "-tp", "2", "--endpoint=dyn://a.b.c", "--no-fpm-trace", "--namespac", "x"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pdlint.vllm import args
+from pdlint.vllm.arguments import args
 from pdlint.vllm.releases import KNOWN, R
 
 import vllm_source
@@ -97,6 +97,6 @@ def test_flags_pd_rules_read():
     ("0.32.0", "max_num_seqs", 4.0, True),
 ])
 def test_values_as_the_parser_takes_them(release, name, value, bad):
-    from pdlint.vllm import variables
+    from pdlint.vllm.arguments import variables
 
     assert (variables.problem(args.arguments(R(release))[name], value, R(release)) is not None) is bad

@@ -1,4 +1,4 @@
-"""vllm/chunked.py against each release's own code: chunked local attention and the hybrid KV cache manager.
+"""vllm/model/chunked.py against each release's own code: chunked local attention and the hybrid KV cache manager.
 
 For every release with the disable_hybrid_kv_cache_manager option (0.9.1+) the statements of
 VllmConfig.__post_init__ that read or set it are lifted (test_vllm_hma._statements) and run with a model config
@@ -26,7 +26,7 @@ import vllm_source
 from test_vllm_hma import _connectors, _instance, _Log, _statements, hma_classes
 
 from pdlint.topology.types import Instance
-from pdlint.vllm import chunked, hma, model_layers
+from pdlint.vllm.model import chunked, hma, layers as model_layers
 from pdlint.vllm.releases import KNOWN, R, Release
 
 RELEASES = [r for r in KNOWN if r >= R("0.9.1")]
@@ -264,7 +264,7 @@ def test_chunked_stage_mixes_are_the_release_s_own(release: Release) -> None:
     decide whether the engine starts, and connector[config]'s verdict must agree."""
     import test_vllm_stage_specs as st
     from pdlint.rules import connector as rule
-    from pdlint.vllm import stage_specs
+    from pdlint.vllm.model import stage_specs
 
     ns = st.specs(release)
 
@@ -306,7 +306,7 @@ def test_moriio_s_unsupported_group_specs(release: Release) -> None:
     HMA, so moriio_chunked reports it there and nowhere else."""
     from test_vllm_hma import ChunkedLocalAttentionSpec, FullAttentionSpec, MambaSpec, SlidingWindowSpec
 
-    from pdlint.vllm import moriio_hybrid
+    from pdlint.vllm.connectors.moriio import hybrid as moriio_hybrid
 
     path = ROOTS[release] / vllm_source.KV / "v1/moriio/moriio_connector.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))

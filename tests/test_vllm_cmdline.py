@@ -1,10 +1,10 @@
-"""pdlint.vllm.cmdline: argv() offsets, and parse() per release on the spellings people write (no wheels needed)."""
+"""pdlint.vllm.arguments.cmdline: argv() offsets, and parse() per release on the spellings people write (no wheels needed)."""
 from __future__ import annotations
 
 import random
 
 import pytest
-from pdlint.vllm.cmdline import SplitError, Token, argv, parse
+from pdlint.vllm.arguments.cmdline import SplitError, Token, argv, parse
 from pdlint.vllm.releases import KNOWN, R
 
 

@@ -2,7 +2,7 @@
 
 Per release in KNOWN: a few hundred seeded command lines in every spelling (dashes/underscores, `=`, short aliases
 glued or not, prefix abbreviations, --no-/--enable-/--disable- switches, dotted sub-keys, JSON, nargs lists,
-repeated flags, positional vs --model, -O, unknown flags, --config files) go through pdlint.vllm.cmdline.parse
+repeated flags, positional vs --model, -O, unknown flags, --config files) go through pdlint.vllm.arguments.cmdline.parse
 and through the release's lifted parser (tests/vllm_flexparser.py). The values must be equal, and pdlint must
 report a problem exactly when vLLM's parser refuses (SystemExit, ValueError, any exception), in the same words
 for argparse's own errors.
@@ -18,8 +18,8 @@ import test_vllm_cmdline
 import vllm_flexparser
 import vllm_source
 import yaml
-from pdlint.vllm import cmdline
-from pdlint.vllm.args import Argument, arguments
+from pdlint.vllm.arguments import cmdline
+from pdlint.vllm.arguments.args import Argument, arguments
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

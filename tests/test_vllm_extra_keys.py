@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import vllm_source
-from pdlint.vllm import extra_read
+from pdlint.vllm.connectors import extra_read
 from pdlint.vllm.releases import KNOWN, R
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))

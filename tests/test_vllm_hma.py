@@ -1,4 +1,4 @@
-"""vllm/hma.py against each release's own code: how HMA resolves, and which models start with it off.
+"""vllm/model/hma.py against each release's own code: how HMA resolves, and which models start with it off.
 
 For every release with the disable_hybrid_kv_cache_manager option (0.9.1+) the statements of
 VllmConfig.__post_init__ that set it are lifted and run on a stand-in config (GPU platform, no chunked local
@@ -21,7 +21,8 @@ import vllm_source
 from pdlint.hostvars import HostVars
 from pdlint.topology.build import build
 from pdlint.topology.types import Instance
-from pdlint.vllm import hma, registry
+from pdlint.vllm.model import hma
+from pdlint.vllm.connectors import registry
 from pdlint.vllm.releases import KNOWN, R, Release
 from test_vllm_registry import hma_classes as _hma_classes
 from test_vllm_registry import vllm_config_file

@@ -1,4 +1,4 @@
-"""Hybrid models at connector start against each release's own code (vllm/moriio_hybrid.py, vllm/hma.py).
+"""Hybrid models at connector start against each release's own code (vllm/connectors/moriio/hybrid.py, vllm/model/hma.py).
 
 Per release, model kind (full attention, sliding window, Mamba hybrid, MLA), HMA unset / true / false, connector
 mode and VLLM_SSM_CONV_STATE_LAYOUT (unset, SD, DS), vLLM's verdict is composed from its own code:
@@ -25,7 +25,7 @@ import test_vllm_hma as th
 import vllm_source
 from pdlint.engine import core as engine
 from pdlint.hostvars import HostVars
-from pdlint.vllm import registry
+from pdlint.vllm.connectors import registry
 from pdlint.vllm.releases import R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

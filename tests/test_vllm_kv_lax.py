@@ -17,7 +17,7 @@ from vllm_source import roots
 
 from pdlint import lax
 from pdlint.contract import KV_TRANSFER_CONFIG
-from pdlint.vllm import kvconfig
+from pdlint.vllm.connectors import kvconfig
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

@@ -21,7 +21,7 @@ import vllm_source
 from test_vllm_model_config import CONFIGS, _classes, _compress_ratios, _constant, hf_config
 
 from pdlint.topology.types import ModelFacts
-from pdlint.vllm import model_layers
+from pdlint.vllm.model import layers as model_layers
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

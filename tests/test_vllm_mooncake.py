@@ -18,7 +18,7 @@ import vllm_source
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.topology.build import build
-from pdlint.vllm import mooncake, p2p, ports
+from pdlint.vllm.connectors import mooncake, p2p, ports
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

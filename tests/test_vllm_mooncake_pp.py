@@ -1,4 +1,4 @@
-"""Mooncake with pipeline parallelism against each release's own code (vllm/mooncake.py PP).
+"""Mooncake with pipeline parallelism against each release's own code (vllm/connectors/mooncake.py PP).
 
 Per release (0.13.0+) and pair of PP sizes (1, 2, 4 on each side; DP 1 and 2): the worker's PP rejection
 (`raise ValueError("Mooncake Transfer Engine does not support pipeline parallelism yet.")`, read from __init__),

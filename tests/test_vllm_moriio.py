@@ -22,9 +22,10 @@ import pytest
 from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
-from pdlint.vllm import moriio, moriio_config
-from pdlint.vllm import pair as vpair
-from pdlint.vllm.ranks import remote_ranks
+from pdlint.vllm.connectors import moriio
+from pdlint.vllm.connectors.moriio import config as moriio_config
+from pdlint.vllm.connectors import pair as vpair
+from pdlint.vllm.connectors.ranks import remote_ranks
 from pdlint.vllm.releases import KNOWN, R, Release
 
 import vllm_source

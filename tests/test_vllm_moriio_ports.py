@@ -19,7 +19,7 @@ import pytest
 import vllm_source
 from pdlint.engine import core as engine
 from pdlint.hostvars import HostVars
-from pdlint.vllm import registry
+from pdlint.vllm.connectors import registry
 from pdlint.vllm.releases import KNOWN, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

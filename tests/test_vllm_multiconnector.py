@@ -1,4 +1,4 @@
-"""pdlint's composite model (vllm/composite.py) against each release's own MultiConnector code.
+"""pdlint's composite model (vllm/connectors/composite.py) against each release's own MultiConnector code.
 
 From every release that registers MultiConnector (0.9.0+) the test lifts the code that reads
 kv_connector_extra_config.connectors (__init__ before 0.11.1, _get_connector_classes_and_configs after), the
@@ -22,7 +22,8 @@ import vllm_source
 from test_vllm_registry import hma_classes as _hma_classes
 
 from pdlint.topology.types import Instance
-from pdlint.vllm import composite, hma, registry
+from pdlint.vllm.connectors import composite, registry
+from pdlint.vllm.model import hma
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

@@ -23,9 +23,9 @@ import pytest
 from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
-from pdlint.vllm import nixl_channel
-from pdlint.vllm import pair as vpair
-from pdlint.vllm.ports import binds
+from pdlint.vllm.connectors.nixl import channel as nixl_channel
+from pdlint.vllm.connectors import pair as vpair
+from pdlint.vllm.connectors.ports import binds
 from pdlint.vllm.releases import KNOWN, R, Release
 
 import vllm_source
@@ -461,7 +461,7 @@ def test_hma_mismatch(version: str, decode_disable: bool | None, fires: bool) ->
 
 def test_host_buffer_block_check_starts_where_the_source_has_it() -> None:
     """nixl.HOST_BUFFER_EQUAL_BLOCKS: the assert exists in exactly the releases the timeline says."""
-    from pdlint.vllm import nixl
+    from pdlint.vllm.connectors import nixl
 
     message = "Heterogeneous block sizes are not supported with host buffer"
     for release, root in ROOTS.items():

@@ -25,7 +25,7 @@ from packaging.version import Version
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.topology.build import build
-from pdlint.vllm import nixl_channel
+from pdlint.vllm.connectors.nixl import channel as nixl_channel
 from pdlint.vllm.releases import KNOWN, R, Release, resolve
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

@@ -15,7 +15,7 @@ import itertools
 
 import pytest
 import test_vllm_nixl as base
-from pdlint.vllm import pair as vpair
+from pdlint.vllm.connectors import pair as vpair
 from pdlint.vllm.releases import R, Release
 
 RELEASES = [r for r in base.RELEASES if r >= R("0.9.1")]

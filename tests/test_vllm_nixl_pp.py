@@ -20,8 +20,8 @@ import pytest
 import vllm_source
 from pdlint.hostvars import HostVars
 from pdlint.topology.build import build
-from pdlint.vllm import pair as vpair
-from pdlint.vllm.registry import registered
+from pdlint.vllm.connectors import pair as vpair
+from pdlint.vllm.connectors.registry import registered
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 RELEASES = [r for r in KNOWN if r >= R("0.9.0")]  # 0.8.5 has no NIXL
 ROOTS = vllm_source.roots(RELEASES)
 NIXL_DIR = f"{vllm_source.KV}/v1/nixl"
-TABLE = json.loads((Path(vpair.__file__).parents[1] / "topology/data/model-attention-facts.json").read_text())
+TABLE = json.loads((Path(vpair.__file__).parents[2] / "topology/data/model-attention-facts.json").read_text())
 MODELS = ["meta-llama/Llama-3.1-8B-Instruct", "openai/gpt-oss-20b", "google/gemma-3-4b-it", "Qwen/Qwen3.5-35B-A3B",
           "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"]
 WORKER_CLASS = {"pull": ("pull_worker.py", "NixlPullConnectorWorker"), "push": ("push_worker.py",

@@ -1,5 +1,5 @@
-"""NIXL with pipeline parallelism on real layer mixes against each release's own code (vllm/nixl_pp.py,
-vllm/pp_stages.py).
+"""NIXL with pipeline parallelism on real layer mixes against each release's own code (vllm/connectors/nixl/pp.py,
+vllm/model/pp_stages.py).
 
 Each side's PP stages hold the layers the release's own get_pp_indices (vllm/distributed/utils.py, lifted, with
 VLLM_PP_LAYER_PARTITION) gives it, of the model's kinds in pdlint's table (test_vllm_model_layers holds those to
@@ -32,8 +32,9 @@ import pytest
 import vllm_source
 from pdlint.engine import core as engine
 from pdlint.hostvars import HostVars
-from pdlint.vllm import model_layers, pp_stages, registry
-from pdlint.vllm import pair as vpair
+from pdlint.vllm.model import layers as model_layers, pp_stages
+from pdlint.vllm.connectors import registry
+from pdlint.vllm.connectors import pair as vpair
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
@@ -41,7 +42,7 @@ pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 RELEASES = [r for r in KNOWN if registry.registered("NixlConnector", r)]
 ROOTS = vllm_source.roots(RELEASES)
 KV = vllm_source.KV
-TABLE = json.loads((Path(vpair.__file__).parents[1] / "topology/data/model-attention-facts.json").read_text())
+TABLE = json.loads((Path(vpair.__file__).parents[2] / "topology/data/model-attention-facts.json").read_text())
 # model -> the vllm_disable_hybrid_kv_cache_manager values tried (None: unset)
 MODELS = {"meta-llama/Llama-3.1-8B-Instruct": (None, False, True), "deepseek-ai/DeepSeek-V3": (None, True),
           "meta-llama/Llama-3.2-3B": (None,),

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import vllm_source
-from pdlint.vllm import nixl, pair
+from pdlint.vllm.connectors import nixl, pair
 from pdlint.vllm.releases import KNOWN, R, Release
 from test_vllm_unify_ssm import _make, specs
 

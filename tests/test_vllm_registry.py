@@ -16,7 +16,7 @@ from pdlint.schema import check as schema
 from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
-from pdlint.vllm import kvconfig, registry
+from pdlint.vllm.connectors import kvconfig, registry
 from pdlint.vllm.releases import KNOWN, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

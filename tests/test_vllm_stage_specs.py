@@ -1,4 +1,4 @@
-"""Per-PP-stage KV cache groups against each release's own code (vllm/stage_specs.py).
+"""Per-PP-stage KV cache groups against each release's own code (vllm/model/stage_specs.py).
 
 For every release 0.8.5 - 0.12.0 the spec classes of v1/kv_cache_interface.py run as vLLM wrote them (the module
 body executed with its torch and vllm imports replaced by stand-ins: a torch namespace whose dtype is a plain
@@ -29,7 +29,8 @@ from pdlint.hostvars import HostVars
 from pdlint.rules import connector as rule
 from pdlint.topology.build import build
 from pdlint.topology.types import Instance
-from pdlint.vllm import hma, model_layers, registry, stage_specs
+from pdlint.vllm.model import hma, layers as model_layers, stage_specs
+from pdlint.vllm.connectors import registry
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

@@ -29,7 +29,8 @@ import vllm_source
 from pdlint.hostvars import HostVars
 from pdlint.topology.build import build
 from pdlint.topology.types import Instance
-from pdlint.vllm import hma, registry
+from pdlint.vllm.model import hma
+from pdlint.vllm.connectors import registry
 from pdlint.vllm.releases import KNOWN, R, Release
 from test_vllm_hma import vllm_hma
 

@@ -1,5 +1,5 @@
 """A `vllm_<name>` variable takes exactly what the command line's flag takes, per release:
-vllm/variables.py against pdlint's own command-line parser and against each release's lifted parser."""
+vllm/arguments/variables.py against pdlint's own command-line parser and against each release's lifted parser."""
 from __future__ import annotations
 
 import functools
@@ -8,8 +8,8 @@ import random
 import pytest
 import vllm_flexparser
 import vllm_source
-from pdlint.vllm import cmdline, variables
-from pdlint.vllm.args import Argument, arguments
+from pdlint.vllm.arguments import cmdline, variables
+from pdlint.vllm.arguments.args import Argument, arguments
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Optional, Union
 
 import vllm_source
 import yaml
-from pdlint.vllm.args import Argument, arguments
+from pdlint.vllm.arguments.args import Argument, arguments
 from pdlint.vllm.releases import R, Release
 
 HOMES = ("vllm/utils/argparse_utils.py", "vllm/utils/__init__.py", "vllm/utils.py")
@@ -166,7 +166,7 @@ def build_api_server(env: dict[str, Any], release: Release) -> Any:
 
 
 def build_engine(env: dict[str, Any], release: Release) -> Any:
-    """Dynamo's worker's vLLM parser (ai-dynamo/dynamo components/src/dynamo/vllm/args.py parse_args): a
+    """Dynamo's worker's vLLM parser (ai-dynamo/dynamo components/src/dynamo/vllm/arguments/args.py parse_args): a
     FlexibleArgumentParser through AsyncEngineArgs.add_cli_args alone, the arguments the table marks engine (held
     to vllm/engine/arg_utils.py by tests/test_vllm_args.py); no positional. Dynamo builds it with add_help=False,
     but its own parser, which reads the words first, has -h: kept here, as pdlint keeps it."""

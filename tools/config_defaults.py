@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "plugins/plugin_utils/pdlint/vllm/data/config_defaults.json"
 TRANSFORMERS = "4.57.1"
-# The fields pdlint reads from a (text) config: vllm/model_config.py and vllm/model_layers.py.
+# The fields pdlint reads from a (text) config: vllm/model/config.py and vllm/model/layers.py.
 FIELDS = ("num_attention_heads", "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
           "num_attention_groups", "num_hidden_layers", "kv_lora_rank", "head_dim", "sliding_window",
           "use_sliding_window", "sliding_window_pattern", "multi_query", "new_decoder_architecture",

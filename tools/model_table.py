@@ -120,7 +120,7 @@ def configs(cache: Path) -> dict[str, tuple[dict[str, Any], str]] | None:
 
 
 def _derived(data: dict[str, Any], source: str) -> dict[str, Any]:
-    from pdlint.vllm import chunked, model_config, model_layers
+    from pdlint.vllm.model import chunked, config as model_config, layers as model_layers
     from pdlint.vllm.releases import NEWEST
 
     facts = model_config.derive(data, NEWEST)

@@ -26,11 +26,11 @@ from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config.valu
 )
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.explain import compute, html
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.launch.mapping import keep_names
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import (
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.notes import (
     play_notes as notes,
     role_conflicts as roles,
-    tagged,
 )
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import tagged
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.model_files import Files
 
 _KEYS = ("type", "elements", "choices", "default", "required")

@@ -97,7 +97,7 @@ def lax_int_schema(minimum: int | None = None, maximum: int | None = None) -> di
 LAX_PORT = lax_int_schema(1, 65535)
 ROLES = ("prefill", "decode")
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")
-# KVTransferConfig's fields in any release (vllm/kvconfig.py has them per release; the `schema` rule checks
+# KVTransferConfig's fields in any release (vllm/connectors/kvconfig.py has them per release; the `schema` rule checks
 # a host's keys against its vllm_version, the editor schema accepts every release's).
 KV_TRANSFER_FIELDS = (
     "kv_connector",

@@ -22,9 +22,9 @@ from typing import Any
 
 from ..finding import Finding
 from ..load.fast.values import Var
-from ..load.fingerprints import RACY_NS, stat_key
-from ..load.gc_pause import gc_paused
-from ..load.guard import Limits
+from ..load.preflight.fingerprints import RACY_NS, stat_key
+from ..load.preflight.gc_pause import gc_paused
+from ..load.preflight.guard import Limits
 from . import store
 
 Scan = tuple[list[Finding], list[str]]  # duplicate-key warnings, top-level keys

@@ -22,10 +22,11 @@ from ..config.value import Config
 from ..engine import suppress
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
-from ..load import errors, guard, preflight
+from ..load import errors, preflight
+from ..load.preflight import guard
 from ..load.fast import inventory as fast_model
 from ..load.fast import loader as fast
-from ..load.layout import absolute_sources
+from ..load.preflight.layout import absolute_sources
 from . import runs, store, units
 from .outcome import watch
 
@@ -166,7 +167,7 @@ def _outcome(e: runs.Entry, kept: Any, sources: list[str], config: Config, limit
     notes += [f for row in all_rows for f in _findings(row[4])]
     deployments = sum(1 for row in all_rows for k in row[1] if k[0] == "deployment")
     if not deployments:
-        raise _Stale  # perhaps no host takes part any more: only a whole run says so (load/pd_look.py)
+        raise _Stale  # perhaps no host takes part any more: only a whole run says so (load/notes/pd_look.py)
     watched = [*watched, *(list(w) for w in watch([p for p in result.model_files
                                                    if p not in {w[0] for w in watched}]))]
     return runs.Outcome(configuration.with_notes(notes, kept, config), suppressed, len(unit_of), deployments,

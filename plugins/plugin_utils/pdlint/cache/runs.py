@@ -25,10 +25,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..load import fingerprints, preflight
+from ..load.preflight import fingerprints
+from ..load import preflight
 from ..load.fast import ansible_cfg as fast_config
-from ..load.fingerprints import RACY_NS, digest
-from ..load.layout import source_dir
+from ..load.preflight.fingerprints import RACY_NS, digest
+from ..load.preflight.layout import source_dir
 from . import store
 from .outcome import Outcome, stamp, unchanged
 

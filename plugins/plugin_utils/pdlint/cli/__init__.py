@@ -13,10 +13,10 @@ from ..cache.outcome import Outcome, stamp, watch
 from ..config import value as configuration
 from ..config.value import Config
 from ..finding import Finding
-from ..load import guard
+from ..load.preflight import guard
 from ..load.errors import no_hosts
-from ..load.gc_pause import gc_paused
-from ..load.layout import absolute_sources
+from ..load.preflight.gc_pause import gc_paused
+from ..load.preflight.layout import absolute_sources
 from ..load.model_files import Files
 from ..report import reporters as report
 from . import commands, pipe

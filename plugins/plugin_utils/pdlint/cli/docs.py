@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ..rules import REGISTRY
-from ..vllm import history, registry
+from ..vllm import history
+from ..vllm.connectors import registry
 from ..vllm.releases import KNOWN
 
 # Rules that do not depend on the vLLM release (pdlint's own input checks, or facts of the inventory itself).

@@ -12,9 +12,9 @@ from ..config import files as configfile
 from ..config.value import Config, names
 from ..finding import Finding
 from ..hostvars import HostVars
-from ..load import guard
+from ..load.preflight import guard
 from ..load.errors import no_hosts
-from ..load.layout import VARS_DIRS, ignored
+from ..load.preflight.layout import VARS_DIRS, ignored
 
 
 def inventory_for(path: str) -> str:
@@ -110,7 +110,7 @@ class Unusable(Exception):
 def prepare(args: argparse.Namespace, command: str = "pdlint") -> tuple[Config, list[list[str]]]:
     """The configuration and the inventories of a run (ansible-core made safe first); Unusable says why not."""
     from ..config.value import ConfigError
-    from ..load import safety
+    from ..load.preflight import safety
 
     safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core
     try:

@@ -61,7 +61,7 @@ def models(words: Sequence[str]) -> int:
 def _table(words: Sequence[str]) -> int:
     """The models of pdlint's table matching words (all without words), each with its layers and source."""
     from ..topology.facts import listing
-    from ..vllm.model_layers import run_length
+    from ..vllm.model.layers import run_length
 
     rows = [(name, f, aliases, source) for name, f, aliases, source in listing()
             if not words or any(w.lower() in " ".join((name, *aliases)).lower() for w in words)]

@@ -44,7 +44,8 @@ def locate(word: str, revision: str | None) -> model_files.Found | None:
 
 def show(found: model_files.Found, version: str | None) -> int:
     """Print the facts of one located config.json; 1 when vLLM would reject it, else 0."""
-    from ..vllm import chunked, model_config, model_layers, releases
+    from ..vllm.model import chunked, config as model_config, layers as model_layers
+    from ..vllm import releases
 
     resolution = releases.resolve(version)
     release = resolution.release or releases.DEFAULT
@@ -67,7 +68,7 @@ def show(found: model_files.Found, version: str | None) -> int:
     kinds = model_layers.layer_kinds(found.config, release)
     sys.stdout.write(f"  {'layer_kinds':15} {model_layers.run_length(kinds) if kinds else 'unknown'}\n")
     chunk = chunked.chunk_size(found.config, release)
-    if chunk is not None:  # ModelConfig.attention_chunk_size: it decides the hybrid KV cache manager (vllm/chunked.py)
+    if chunk is not None:  # ModelConfig.attention_chunk_size: it decides the hybrid KV cache manager (vllm/model/chunked.py)
         sys.stdout.write(f"  {'attention_chunk_size':15} {chunk}\n")
     sys.stdout.write("".join(f"  from: {how}\n" for how in derived.how))
     return 0

@@ -5,7 +5,7 @@ import argparse
 from collections.abc import Sequence
 
 from .. import NEWEST_VLLM, __version__
-from ..load import guard
+from ..load.preflight import guard
 from ..report import reporters as report
 
 

@@ -1,7 +1,7 @@
 """`pdlint versions`: the vLLM releases whose rules pdlint applies, and what changed in each for P/D."""
 from __future__ import annotations
 
-from ..vllm import registry
+from ..vllm.connectors import registry
 from ..vllm.releases import DEFAULT, KNOWN
 
 

@@ -9,7 +9,7 @@ from ..config.value import Config
 from ..finding import Finding, Origin, rehosted
 from ..hostvars import HostVars, Profiles
 from ..launch import stage as launch
-from ..load import pd_look
+from ..load.notes import pd_look
 from ..load.model_files import Files
 from ..rules import CHECKS
 from ..schema import check as schema

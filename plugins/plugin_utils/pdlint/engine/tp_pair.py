@@ -6,7 +6,7 @@ from typing import Any
 from ..hostvars import HostVars
 from ..rules import CHECKS
 from ..topology.build import build
-from ..vllm.ranks import remote_ranks  # the filters' entry point
+from ..vllm.connectors.ranks import remote_ranks  # the filters' entry point
 
 __all__ = ["remote_ranks", "tp_pair_findings"]
 

@@ -9,8 +9,9 @@ from ..hostvars import HostVars
 from ..rules import deployment, pd_mismatch_hashed
 from ..rules.pairs import Block, blocks, judged
 from ..topology.types import Deployment, Engine, Topology
-from ..vllm import moriio, nixl, parallel, parallel_config, ports, ranks, registry
-from ..vllm import pair as vpair
+from ..vllm.connectors import moriio, nixl, ports, ranks, registry
+from ..vllm import parallel, parallel_config
+from ..vllm.connectors import pair as vpair
 from ..vllm.releases import DEFAULT, resolve
 from .model import DeploymentView, EngineView, Explanation, Link, ModelView, PairView, Port, Worker
 from .vaulted import MASK, RANK_MAP, SHAPE, WHY, Vault

@@ -14,7 +14,7 @@ from ..engine import redact
 from ..finding import Finding
 from ..hostvars import HostVars
 from ..topology.types import Instance
-from ..vllm.ports import Bind
+from ..vllm.connectors.ports import Bind
 
 MASK = redact.MASK
 # What the worker list (DP/PP/TP ranks per host) is computed from.

@@ -1,6 +1,6 @@
 """Why a prefill/decode pair works or not, per dimension (HMA, model kind, PP/DP), in its releases' own terms.
 
-Every verdict is a decision the rules already made: the pair's vllm-layer problems (vllm/pair.py problems, as
+Every verdict is a decision the rules already made: the pair's vllm-layer problems (vllm/connectors/pair.py problems, as
 rules/pairs.py checked them), each engine's start checks (rules/connector.py start_problems, which connector[config]
 reports) and the MoRIIO self port collisions port[collision] found. This module only sorts them into dimensions and
 adds facts (hma.enabled and hma.reason, hma.needs_hma, model_layers.stage_layers, the connector's PP timeline).
@@ -12,9 +12,12 @@ from collections.abc import Iterable, Sequence
 from ..finding import Finding
 from ..rules.connector import start_problems
 from ..topology.types import Engine, Instance, ModelFacts
-from ..vllm import (history, hma, model_layers, mooncake, moriio, moriio_config, nixl, nixl_channel, nixl_pp,
-                    registry)
-from ..vllm import pair as vpair
+from ..vllm import history
+from ..vllm.model import hma, layers as model_layers
+from ..vllm.connectors import mooncake, moriio, nixl, registry
+from ..vllm.connectors.moriio import config as moriio_config
+from ..vllm.connectors.nixl import channel as nixl_channel, pp as nixl_pp
+from ..vllm.connectors import pair as vpair
 from ..vllm.releases import Release
 from .model import Dimension, WhyLine
 

@@ -1,13 +1,13 @@
 """A command line that starts Dynamo's launcher (`python -m dynamo.vllm ...`): Dynamo's own words taken out as
-its parser takes them, the rest read by the release's vLLM parser, and what Dynamo adds (vllm/dynamo_launcher.py
+its parser takes them, the rest read by the release's vLLM parser, and what Dynamo adds (vllm/arguments/dynamo.py
 cites the source)."""
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
 
-from ..vllm import cmdline
-from ..vllm import dynamo_launcher as dynamo
+from ..vllm.arguments import cmdline
+from ..vllm.arguments import dynamo
 
 
 @dataclasses.dataclass(frozen=True)

@@ -111,7 +111,7 @@ class _Render:
 
     def _templar(self) -> Any:
         if "ansible" not in sys.modules:  # the CLI pinned ansible-core's settings already; the play imported it
-            from ..load import safety
+            from ..load.preflight import safety
 
             safety.configure()
         from ..load.reference.loader import renderer

@@ -13,7 +13,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 
-from ..vllm import cmdline
+from ..vllm.arguments import cmdline
 
 _CONTROL = frozenset((";", "&", "|", "&&", "||", "|&", ";;"))
 _GROUPING = frozenset(("(", ")"))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..finding import Origin
 from ..hostvars import KEY, Unresolved
-from ..vllm import cmdline
+from ..vllm.arguments import cmdline
 from ..yaml_text import yaml_text
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from . import given
 from .positions import Texts
 
 if TYPE_CHECKING:
-    from ..vllm.cmdline import Parsed
+    from ..vllm.arguments.cmdline import Parsed
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,12 +7,13 @@ from typing import Any
 
 from ..finding import Finding, Origin
 from ..paths import display_path
-from . import guard, preflight
+from .preflight import guard
+from . import preflight
 from .errors import LoadError, load_error
-from .guard import Limits, Refused, refuse
-from .layout import YAML_EXT
+from .preflight.guard import Limits, Refused, refuse
+from .preflight.layout import YAML_EXT
 from .preflight import Preflight
-from .walk import regular
+from .preflight.walk import regular
 
 
 def yaml_files(checked: Preflight) -> Iterator[str]:

@@ -140,7 +140,7 @@ class Files:
     @staticmethod
     def of(sources: list[str], env: Mapping[str, str] | None = None) -> Files:
         """The lookup for an inventory given by its sources (a folder, or the folder of a file)."""
-        from .layout import source_dir
+        from .preflight.layout import source_dir
 
         local = [s for s in sources if "," not in s]
         base = Path(source_dir(local[0]) or ".").absolute() if local else None

@@ -11,8 +11,9 @@ from typing import Any
 
 from ..finding import Finding
 from ..hostvars import HostVars
-from . import errors, guard, preflight
-from .layout import absolute_sources
+from . import errors, preflight
+from .preflight import guard
+from .preflight.layout import absolute_sources
 
 LOADERS = ("fast", "ansible")
 

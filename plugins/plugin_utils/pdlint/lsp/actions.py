@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
-from ..load.layout import VARS_DIRS
+from ..load.preflight.layout import VARS_DIRS
 from ..topology.types import Instance, Topology
 from . import text as tx
 

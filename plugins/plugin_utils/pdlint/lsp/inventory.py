@@ -14,10 +14,10 @@ from ..engine import core as engine
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
 from ..launch.mapping import keep_names
-from ..load import guard
+from ..load.preflight import guard
 from ..load.errors import LoadError, load_error, no_hosts
-from ..load.gc_pause import gc_paused
-from ..load.layout import VARS_DIRS, source_dir
+from ..load.preflight.gc_pause import gc_paused
+from ..load.preflight.layout import VARS_DIRS, source_dir
 from ..topology.types import Topology
 
 _INVENTORY_NAMES = ("hosts", "inventory")

@@ -15,7 +15,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..cache import filememo
-from ..load.layout import source_dir
+from ..load.preflight.layout import source_dir
 from . import actions, diagnostics, hover, inventory, pairs
 
 DEBOUNCE = 0.05  # seconds of quiet after a keystroke before the inventory is re-checked
@@ -213,7 +213,7 @@ def _code_action(action: actions.Action, read: actions.Read, diagnostic: t.Diagn
 
 
 def main() -> int:
-    from ..load import safety
+    from ..load.preflight import safety
 
     safety.configure(False)  # no inventory plugins or scripts, before anything imports ansible-core
     server.start_io()

@@ -4,7 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology
-from ..vllm import composite, env_values, moriio_config, registry, view
+from ..vllm.connectors import composite, registry, view
+from ..vllm import env_values
+from ..vllm.connectors.moriio import config as moriio_config
 from .base import Hit, each_body, hit, rule
 
 

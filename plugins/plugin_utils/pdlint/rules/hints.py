@@ -13,9 +13,9 @@ import functools
 
 from ..finding import Origin
 from ..topology.types import Engine, Instance, Topology
-from ..vllm import pair as vpair
+from ..vllm.connectors import pair as vpair
 from ..vllm import parallel, parallel_config
-from ..vllm.registry import nearest
+from ..vllm.connectors.registry import nearest
 from .base import words
 
 _LIMIT = 256  # the largest TP size a hint considers

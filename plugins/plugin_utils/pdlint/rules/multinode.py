@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..topology.types import Engine, Instance, Topology
-from ..vllm import parallel_config, registry
+from ..vllm import parallel_config
+from ..vllm.connectors import registry
 from .base import Hit, hit, rule
 
 _SHAPE = {  # Instance attribute -> (contract variable, what the message calls it)

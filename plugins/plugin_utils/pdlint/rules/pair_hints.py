@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from ..finding import Origin
 from ..topology.types import Engine, Instance, Topology
-from ..vllm import pair as vpair
+from ..vllm.connectors import pair as vpair
 from .base import Hit
 from .hints import Link, Nodes, joint_hint, own_ok, side_hint, tp_origin
 from .pairs import Block, always, judged, memo_of

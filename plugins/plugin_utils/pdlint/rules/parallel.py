@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology, per_body
-from ..vllm import parallel_config, registry
+from ..vllm import parallel_config
+from ..vllm.connectors import registry
 from .base import Hit, hit, rule
 
 _FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "data_parallel_size_local",

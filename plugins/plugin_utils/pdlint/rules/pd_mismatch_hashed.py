@@ -1,18 +1,19 @@
 """pd-mismatch[*] for what NIXL's compatibility hash compares (model, dtype, kv-cache-dtype, vllm-version, hma).
 
 The same model, dtype and kv-cache-dtype differences are reported for every paired connector (a different
-KV cache layout); what NIXL's handshake hashes is vllm/nixl_channel.py HASHED. Block sizes: pd_mismatch_layout.py.
+KV cache layout); what NIXL's handshake hashes is vllm/connectors/nixl/channel.py HASHED. Block sizes: pd_mismatch_layout.py.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from ..topology.types import Instance, Topology
-from ..vllm import composite, nixl_channel, view
+from ..vllm.connectors import composite, view
+from ..vllm.connectors.nixl import channel as nixl_channel
 
 # the rule below is called hma
-from ..vllm import hma as hybrid
-from ..vllm import registry as connectors
+from ..vllm.model import hma as hybrid
+from ..vllm.connectors import registry as connectors
 from .base import Hit, hit, rule
 from .pairs import Block, always, by_body
 

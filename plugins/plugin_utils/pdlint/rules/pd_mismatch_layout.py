@@ -1,6 +1,6 @@
 """pd-mismatch[block-size], [kv-cache-layout]: how prefill and decode lay the KV cache out in memory must pair.
 
-The vllm layer decides per release (vllm/nixl.py BLOCKS, vllm/nixl_layout.py; MoRIIO and Mooncake blocks).
+The vllm layer decides per release (vllm/connectors/nixl/__init__.py BLOCKS, vllm/connectors/nixl/layout.py; MoRIIO and Mooncake blocks).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from typing import Any
 from ..finding import Finding
 from ..hostvars import HostVars, Unresolved, is_template
 from ..topology.build import kv_config
-from ..vllm.extra_keys import CHECKED_EXTRA
+from ..vllm.connectors.extra_keys import CHECKED_EXTRA
 from ..yaml_text import yaml_text
 from .document import SCHEMA_ID, definitions_root, dumps, expected, generate, property_schema
 from .kv import Path, converted, finding, kv_keys, kv_paths, path_get, path_name, path_set

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from ..contract import HOST_ONLY, KV_TRANSFER_CONFIG, SKIP, TEMPLATE, VARIABLES, Var, host_var
-from ..vllm import args as vllm_args
-from ..vllm.extra_keys import CONNECTORS, ConnectorKeys, Key
+from ..vllm.arguments import args as vllm_args
+from ..vllm.connectors.extra_keys import CONNECTORS, ConnectorKeys, Key
 from .names import CONTRACT, typo_pattern
 
 SCHEMA_ID = "https://pdlint.dev/schemas/pdlint-vars.schema.json"
@@ -153,7 +153,7 @@ def _snippet(role: str, kv_role: str, port: int) -> dict[str, Any]:
 _ARG_SCHEMAS: dict[str, dict[str, Any]] = {
     "int": {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string", "type": "string",
                                             "pattern": r"^\s*[-+]?[0-9]+\s*$"}]},
-    # human_readable_int (vllm/cmdline_types.py, the newest release's): 1k, 1.5g, 2M (binary suffixes take whole
+    # human_readable_int (vllm/arguments/types.py, the newest release's): 1k, 1.5g, 2M (binary suffixes take whole
     # numbers), or int(); the CLI checks the host's own release
     "int_hr": {"anyOf": [{"type": "integer"}, {"title": "an integer written as a string (1k, 1.5g, 2M, 1G)",
                                                "type": "string",

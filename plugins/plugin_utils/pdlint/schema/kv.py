@@ -7,7 +7,7 @@ from typing import Any
 
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
-from ..vllm import kvconfig
+from ..vllm.connectors import kvconfig
 from ..vllm.releases import DEFAULT, Release, resolve
 
 Path = tuple[Any, ...]

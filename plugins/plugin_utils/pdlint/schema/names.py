@@ -17,7 +17,8 @@ from typing import Any
 from ..contract import VARIABLES, host_var
 from ..finding import Finding
 from ..hostvars import HostVars, Unresolved, is_template
-from ..vllm import args, releases, variables
+from ..vllm.arguments import args, variables
+from ..vllm import releases
 from .kv import finding
 
 # The names the contract defines: every other vllm_* name is vLLM's argument, the role's own, or a typo.

@@ -21,7 +21,7 @@ class ModelFacts:
     sliding_window: int | None = None
     layers: int | None = None  # hidden layers (vLLM's total_num_hidden_layers)
     layer_kinds: tuple[str, ...] | None = None  # each layer's kind: full, sliding, chunked, mamba, linear, none
-    attention_chunk_size: int | None = None  # ModelConfig.attention_chunk_size (vllm/chunked.py); None: not set
+    attention_chunk_size: int | None = None  # ModelConfig.attention_chunk_size (vllm/model/chunked.py); None: not set
     source: str = ""  # where the facts came from, in words (one source, or each fact's)
     where: tuple[tuple[str, str], ...] = ()  # (attribute, where it came from) for each known fact
     looked: tuple[str, ...] = ()  # every place asked, in order (the model-facts warning lists them)

@@ -2,4 +2,5 @@
 
 Importing the package registers every connector family's pair check and every rule's timelines.
 """
-from . import composite, kvconfig, mooncake, moriio, nixl, nixl_channel, p2p  # noqa: F401 - each registers on import
+from .connectors import composite, kvconfig, mooncake, moriio, nixl, p2p  # noqa: F401 - each registers on import
+from .connectors.nixl import channel as nixl_channel  # noqa: F401 - each registers on import

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import safety
+from ..preflight import safety
 from .unsupported import Unsupported
 
 _PRECEDENCE = ["all_inventory", "groups_inventory", "all_plugins_inventory", "all_plugins_play",

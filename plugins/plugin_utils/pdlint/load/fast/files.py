@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import compose, preflight
-from ..layout import source_dir
+from ..preflight.layout import source_dir
 from .values import Unsupported, Var
 
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')  # object, array, string, number, true, false, null, NaN, Infinity

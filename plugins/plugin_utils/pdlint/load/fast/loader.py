@@ -12,11 +12,13 @@ from collections.abc import Sequence
 
 from ...finding import Finding
 from ...hostvars import HostVars
-from .. import errors, guard, layout, pd_look, preflight
-from .. import unmatched_vars as vars_files
-from ..gc_pause import gc_paused
-from ..group_names import invalid_names
-from ..layout import absolute_sources, paths_only, source_dir
+from .. import errors, preflight
+from ..preflight import guard, layout
+from ..notes import pd_look
+from ..notes import unmatched_vars as vars_files
+from ..preflight.gc_pause import gc_paused
+from ..notes.group_names import invalid_names
+from ..preflight.layout import absolute_sources, paths_only, source_dir
 from . import ansible_cfg as fast_config
 from .files import Files
 from .inventory import Inventory

@@ -6,7 +6,7 @@ from typing import Any
 
 from ...finding import Finding, Origin
 from ...hostvars import HostVars, is_template
-from .. import role_conflicts as roles
+from ..notes import role_conflicts as roles
 from .inventory import Host, Inventory
 from .render import HandOver, Scope, Unkept, render_leaves
 from .values import Var

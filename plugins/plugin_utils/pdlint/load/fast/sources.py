@@ -7,8 +7,9 @@ import yaml
 
 from ...finding import Finding
 from ...paths import display_path
-from .. import compose, errors, layout
-from ..layout import YAML_EXT
+from .. import compose, errors
+from ..preflight import layout
+from ..preflight.layout import YAML_EXT
 from . import replay as inventory_ops
 from . import yaml_file as fast_yaml
 from .files import Files, parse_json

@@ -19,7 +19,7 @@ import yaml
 
 from ...finding import Origin
 from ...hostvars import KEY, Path, is_relevant
-from .. import guard
+from ..preflight import guard
 from .scalars import FIRST, SIMPLE, UNBUILT, GiveUp, event_scalar, plain
 from .values import MAP_TAG, SEQ_TAG, Origins, Var
 

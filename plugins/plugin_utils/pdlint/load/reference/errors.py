@@ -8,11 +8,9 @@ from typing import Any
 
 from ...finding import Finding, Origin
 from ...paths import display_path
-from .. import (
-    tagged,
-)
+from .. import tagged
 from ..errors import LoadError
-from ..layout import YAML_EXT
+from ..preflight.layout import YAML_EXT
 
 
 def error_origin(exc: BaseException) -> Origin:

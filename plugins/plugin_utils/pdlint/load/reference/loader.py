@@ -14,26 +14,14 @@ from typing import Any
 from ...finding import Finding, Origin
 from ...hostvars import HostVars, Unresolved
 from ...paths import display_path
-from .. import (
-    compose,
-    guard,
-    pd_look,
-    preflight,
-    safety,
-    tagged,
-    vault,
-)
-from .. import (
-    group_names as groups,
-)
-from .. import (
-    role_conflicts as roles,
-)
-from .. import (
-    unmatched_vars as vars_files,
-)
+from .. import compose, preflight, tagged, vault
+from ..preflight import guard, safety
+from ..notes import pd_look
+from ..notes import group_names as groups
+from ..notes import role_conflicts as roles
+from ..notes import unmatched_vars as vars_files
 from ..errors import LoadError, load_error
-from ..layout import absolute_sources, is_host_list, source_dir
+from ..preflight.layout import absolute_sources, is_host_list, source_dir
 from .errors import as_load_error, error_origin, failure, message_of
 from .patches import sandbox, winning_keys
 
@@ -159,7 +147,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
         late = safety.pinned_too_late()
         if late:  # an embedding program imported ansible-core first: its ansible.cfg may add plugins
             raise LoadError(load_error(Origin(), "ansible-core was configured before pdlint could pin "
-                                       f"{', '.join(late)}", "call pdlint.load.safety.configure() before importing "
+                                       f"{', '.join(late)}", "call pdlint.load.preflight.safety.configure() before importing "
                                        "ansible"))
     password = vault.password_file(vault_password_file)
     skip = set() if password else {os.path.realpath(p) for p in checked.encrypted}

@@ -1,0 +1,1 @@
+"""The file-level findings the loaders add: group names, role conflicts, unmatched vars."""

@@ -1,0 +1,1 @@
+"""The KV connectors per release: registry, composites, what pairs two sides."""
