@@ -87,7 +87,7 @@ def missing(name: str, here: Path) -> bool:
 
 @pytest.mark.parametrize("name, expected", [
     ("load/runs.py", True), ("events.py", True), ("inventory_ops.py", True), ("DESIGN.md", True),
-    ("load/fast/vars_events.py", False), ("cache/runs.py", False), ("vllm/envs.py", False),
+    ("load/fast/variables/vars_events.py", False), ("cache/runs.py", False), ("vllm/envs.py", False),
     ("vllm/distributed/kv_transfer/kv_connector/factory.py", False), ("vllm/model/hma.py", False),
     ("vllm/nixl_gone.py", True), ("tests/vllm_source.py", False), ("docs/nowhere.md", True),
     ("group_vars/all.yml", False),

@@ -1,4 +1,4 @@
-"""The fast loader's templates (load/fast/render.py) equal ansible-core's templar, value and type, on every case it
+"""The fast loader's templates (load/fast/variables/render.py) equal ansible-core's templar, value and type, on every case it
 renders; every other case is handed to ansible-core, never guessed."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from test_fast_differential import assert_same
 
 from pdlint.load.fast import loader as fast
-from pdlint.load.fast.render import HandOver, Scope, render
+from pdlint.load.fast.variables.render import HandOver, Scope, render
 
 HOST, GROUPS = "gpu-d07.fleet.example", ("chat_decode", "decode")
 VARS: dict[str, Any] = {
@@ -213,7 +213,7 @@ def test_the_magic_names_are_ansible_cores() -> None:
     from ansible.inventory.manager import InventoryManager
     from ansible.vars.manager import VariableManager
 
-    from pdlint.load.fast.render import MAGIC
+    from pdlint.load.fast.variables.render import MAGIC
 
     loader = DataLoader()
     inventory = InventoryManager(loader=loader, sources=["h1,"])

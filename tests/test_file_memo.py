@@ -148,7 +148,7 @@ def test_an_edit_re_reads_only_the_edited_file(make, tmp_path: Path, monkeypatch
     edited.write_text(edited.read_text().replace("size: 8", "size: 6"))
     result = _load(inv, memo_now())
     assert calls["scan"] == [str(edited)]  # the scan result of hosts.yml and every other vars file reused
-    # The edited file's variables come from its scan, which builds them (load/fast/vars_events.py), so it is not composed.
+    # The edited file's variables come from its scan, which builds them (load/fast/variables/vars_events.py), so it is not composed.
     if memo is not None:  # hosts.yml's calls on the Inventory and the other vars files' variables are the memo's
         assert calls["compose"] == []
     else:  # the on-disk memo keeps scans only: hosts.yml and the other vars files are composed

@@ -388,7 +388,7 @@ def _apply(inv: Path, originals: dict[str, str], edit: tuple[str, str, Any]) -> 
     elif kind == "host-skip":
         _set(host_vars, "pdlint_skip", arg)
     elif kind == "template":  # a variable no other file sets, so the template is what hosts get; by default one
-        # the fast loader hands to ansible-core (load/fast/render.py), so the reference loader takes part
+        # the fast loader hands to ansible-core (load/fast/variables/render.py), so the reference loader takes part
         _set(inv / target, "vllm_kv_cache_dtype", arg or "\"{{ 'fp8' if true else 'auto' }}\"")
     elif kind == "vault-value":
         _drop(inv / target, "vllm_port")

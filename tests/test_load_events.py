@@ -1,4 +1,4 @@
-"""The one-pass scan of a vars file (load/fast/vars_events.py) against what it replaces: guard.scan_yaml for the scan, and
+"""The one-pass scan of a vars file (load/fast/variables/vars_events.py) against what it replaces: guard.scan_yaml for the scan, and
 composing the file + fast_values (keyed_items, from_node, check_tags) for the variables.
 
 Whenever the pass builds variables they are those, value for value (types included) and origin for origin (in
@@ -15,13 +15,14 @@ from conftest import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pdlint.load.fast import files, vars_dirs
+from pdlint.load.fast import files
+from pdlint.load.fast.variables import vars_dirs
 from pdlint.load.fast import loader as fast
-from pdlint.load.fast import vars_events as events
+from pdlint.load.fast.variables import vars_events as events
 from pdlint.load.preflight import guard
 from pdlint.load import preflight
 from pdlint.load import errors
-from pdlint.load.fast.values import Unsupported
+from pdlint.load.fast.variables.values import Unsupported
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 

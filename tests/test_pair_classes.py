@@ -1,6 +1,6 @@
 """Pair rules judge classes of engines, not prefill x decode host pairs.
 
-A pair verdict reads a few fields of each side (rules/pairs.py pair_key): engines that differ only in where they
+A pair verdict reads a few fields of each side (rules/pair/pairs.py pair_key): engines that differ only in where they
 listen (vllm_port, the NIXL side channel host and port) or in vllm_env variables no pair check reads are one class,
 so a 5,000 x 15,000 deployment whose every host has values of its own is judged once per pair of classes, and its
 findings still name every host, at each value's own line.
@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT
 from pdlint.engine import core as engine
 from pdlint.load import select
-from pdlint.rules import pairs
+from pdlint.rules.pair import pairs
 from pdlint.vllm.connectors import pair as vpair
 
 PLUGIN = ROOT / "plugins" / "plugin_utils" / "pdlint"
@@ -152,7 +152,7 @@ def test_classes_judge_as_each_engine_pair_would(tmp_path: Path, monkeypatch: py
 
 
 # The vllm_env variables the rules read that no pair check reads: each is read host by host (the listeners of
-# ports.py and rules/network.py, the devices of rules/gpu.py, a start check of rules/connector.py or rules/env.py).
+# ports.py and rules/placement/network.py, the devices of rules/placement/gpu.py, a start check of rules/per_engine/connector.py or rules/per_engine/env.py).
 PER_HOST_ENV = frozenset((
     "VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT", "VLLM_MOONCAKE_BOOTSTRAP_PORT", "DYN_SYSTEM_PORT",
     "CUDA_VISIBLE_DEVICES", "VLLM_USE_V1", "VLLM_SSM_CONV_STATE_LAYOUT", "VLLM_MORIIO_QP_PER_TRANSFER",
@@ -161,9 +161,9 @@ PER_HOST_ENV = frozenset((
 PAIR_MODULES = ("vllm/connectors/pair.py", "vllm/connectors/nixl/__init__.py", "vllm/connectors/nixl/layout.py",
                 "vllm/connectors/nixl/pp.py", "vllm/connectors/moriio/__init__.py", "vllm/connectors/mooncake.py",
                 "vllm/connectors/p2p.py", "vllm/model/pp_stages.py", "vllm/model/layers.py", "vllm/model/hma.py",
-                "vllm/connectors/nixl/channel.py", "vllm/connectors/view.py", "vllm/connectors/composite.py", "rules/pairs.py",
-                "rules/pd_mismatch_hashed.py", "rules/pd_mismatch_layout.py", "rules/deployment.py",
-                "rules/tp_ratio.py", "rules/kv_heads.py")
+                "vllm/connectors/nixl/channel.py", "vllm/connectors/view.py", "vllm/connectors/composite.py", "rules/pair/pairs.py",
+                "rules/pair/pd_mismatch_hashed.py", "rules/pair/pd_mismatch_layout.py", "rules/pair/deployment.py",
+                "rules/pair/tp_ratio.py", "rules/pair/kv_heads.py")
 _ENV_NAME = re.compile(r"^(?:env\.)?((?:VLLM|DYN|UCX|NCCL|CUDA|MC|MORI)_[A-Z0-9_]+)$")
 
 

@@ -263,7 +263,7 @@ def test_chunked_stage_mixes_are_the_release_s_own(release: Release) -> None:
     (attention_chunk_size=C): the release's own spec classes and kv_cache_utils (test_vllm_stage_specs' planner)
     decide whether the engine starts, and connector[config]'s verdict must agree."""
     import test_vllm_stage_specs as st
-    from pdlint.rules import connector as rule
+    from pdlint.rules.per_engine import connector as rule
     from pdlint.vllm.model import stage_specs
 
     ns = st.specs(release)

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import vllm_source
 from pdlint.hostvars import HostVars
-from pdlint.rules import connector as rule
+from pdlint.rules.per_engine import connector as rule
 from pdlint.topology.build import build
 from pdlint.topology.types import Instance
 from pdlint.vllm.model import hma, layers as model_layers, stage_specs

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..finding import Finding
-from ..load.fast.values import Var
+from ..load.fast.variables.values import Var
 from ..load.preflight.fingerprints import RACY_NS, stat_key
 from ..load.preflight.gc_pause import gc_paused
 from ..load.preflight.guard import Limits

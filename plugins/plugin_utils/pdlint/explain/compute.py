@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..finding import Finding
 from ..hostvars import HostVars
-from ..rules import deployment, pd_mismatch_hashed
-from ..rules.pairs import Block, blocks, judged
+from ..rules.pair import deployment, pd_mismatch_hashed
+from ..rules.pair.pairs import Block, blocks, judged
 from ..topology.types import Deployment, Engine, Topology
 from ..vllm.connectors import moriio, nixl, ports, ranks, registry
 from ..vllm import parallel, parallel_config
@@ -17,7 +17,7 @@ from .model import DeploymentView, EngineView, Explanation, Link, ModelView, Pai
 from .vaulted import MASK, RANK_MAP, SHAPE, WHY, Vault
 from .why import why
 
-# The pair rules outside the vllm layer's problems (rules/deployment.py, rules/pd_mismatch_hashed.py): a finding of
+# The pair rules outside the vllm layer's problems (rules/pair/deployment.py, rules/pair/pd_mismatch_hashed.py): a finding of
 # theirs on both sides of a pair is the pair's, and rejects it as the lint does.
 _PAIR_RULES = (deployment.connector.id, *pd_mismatch_hashed.PAIR_RULES)
 
@@ -26,7 +26,7 @@ def explain(topology: Topology, findings: Sequence[Finding], hosts: Sequence[Hos
             all_pairs: bool = False) -> Explanation:
     """The explain model of topology, with each finding attached to the element it concerns; what would show
     a vault-decrypted value of hosts (the hosts checked) is <vaulted>. Pairs are shown by pair class (the rules'
-    unit, rules/pairs.py Block: one verdict for every pair of its engines); all_pairs: each engine pair."""
+    unit, rules/pair/pairs.py Block: one verdict for every pair of its engines); all_pairs: each engine pair."""
     vault = Vault(hosts)
     by_dep: dict[str | None, list[Finding]] = {}
     for f in findings:

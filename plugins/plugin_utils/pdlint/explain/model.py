@@ -122,7 +122,7 @@ class PairView:
     note: str | None  # why links is empty, or a caveat
     findings: tuple[Finding, ...]
     why: tuple[Dimension, ...] = ()  # per dimension, why the pair works or not (explain/why.py); () when unjudged
-    # A class of pairs (rules/pairs.py Block: one verdict for all): every prefill and decode engine of it; prefill
+    # A class of pairs (rules/pair/pairs.py Block: one verdict for all): every prefill and decode engine of it; prefill
     # and decode name the first of each, whose rank map and why-block stand for all. Empty: one pair.
     prefill_engines: tuple[str, ...] = ()
     decode_engines: tuple[str, ...] = ()

@@ -1,7 +1,7 @@
 """Why a prefill/decode pair works or not, per dimension (HMA, model kind, PP/DP), in its releases' own terms.
 
 Every verdict is a decision the rules already made: the pair's vllm-layer problems (vllm/connectors/pair.py problems, as
-rules/pairs.py checked them), each engine's start checks (rules/connector.py start_problems, which connector[config]
+rules/pair/pairs.py checked them), each engine's start checks (rules/per_engine/connector.py start_problems, which connector[config]
 reports) and the MoRIIO self port collisions port[collision] found. This module only sorts them into dimensions and
 adds facts (hma.enabled and hma.reason, hma.needs_hma, model_layers.stage_layers, the connector's PP timeline).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..finding import Finding
-from ..rules.connector import start_problems
+from ..rules.per_engine.connector import start_problems
 from ..topology.types import Engine, Instance, ModelFacts
 from ..vllm import history
 from ..vllm.model import hma, layers as model_layers

@@ -1,7 +1,7 @@
 """Where the null and boolean items of a YAML list are, for the reference loader.
 
 ansible-core tags a list with its origin but cannot tag None or a bool, so a null item of `vllm_instances` or
-`pdlint_skip` would be reported at the list. The fast loader has every item's node (load/fast/values.py); this
+`pdlint_skip` would be reported at the list. The fast loader has every item's node (load/fast/variables/values.py); this
 reads the file the list's tag names once more with libyaml and gives the same marks, so both loaders agree.
 """
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """The rule registry: every rule pdlint runs, listed explicitly (no discovery)."""
 from __future__ import annotations
 
-from . import (command_line,
-               connector,
-               connector_keys,
-               deployment,
-               env,
-               gpu,
-               kv_heads,
-               kv_role,
-               multinode,
-               network,
-               parallel,
-               pd_mismatch_hashed,
-               pd_mismatch_layout,
-               skip,
-               stages,
-               tp,
-               tp_ratio,
-               version)
+from .reported import command_line, skip, stages
+from .per_engine import connector, connector_keys, env, kv_role, parallel, tp, version
+from .pair import deployment, kv_heads, pd_mismatch_hashed, pd_mismatch_layout, tp_ratio
+from .placement import gpu, multinode, network
 from .base import Rule
 
 # Stage rules (reported by the loader, builder, schema and suppression) run outside the rule loop.

@@ -4,7 +4,7 @@ A size is offered only if, with it, the engine splits the model's heads (tp[head
 release's parallel-config checks (parallel[*]), fits its nodes beside the nodes' other engines
 (gpu[oversubscribed]) and its CUDA_VISIBLE_DEVICES list (gpu[count]), and leaves every P/D pair it is in no
 problem a TP size causes. When the other engine of a pair is itself at an invalid TP, sizes are searched for
-both (rules/tp.py); engines whose TP comes from one inventory line move together.
+both (rules/per_engine/tp.py); engines whose TP comes from one inventory line move together.
 """
 from __future__ import annotations
 

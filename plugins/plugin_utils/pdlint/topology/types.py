@@ -186,7 +186,7 @@ class Engine:
 class Deployment:
     name: str
     prefill: tuple[Engine, ...]
-    decode: tuple[Engine, ...]  # no list of prefill x decode pairs: rules/pairs.py groups them into Blocks
+    decode: tuple[Engine, ...]  # no list of prefill x decode pairs: rules/pair/pairs.py groups them into Blocks
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import compose, preflight
 from ..preflight.layout import source_dir
-from .values import Unsupported, Var
+from .variables.values import Unsupported, Var
 
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')  # object, array, string, number, true, false, null, NaN, Infinity
 

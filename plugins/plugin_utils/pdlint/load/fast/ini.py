@@ -10,7 +10,7 @@ from typing import Any
 from ...finding import Origin
 from ...hostvars import KEY, is_relevant
 from .inventory import Inventory, expand_hosts
-from .values import Origins, Unsupported, Var
+from .variables.values import Origins, Unsupported, Var
 
 
 class Rejected(Unsupported):

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...finding import Origin
 from ...hostvars import is_relevant
-from .values import Unsupported, Var
+from .variables.values import Unsupported, Var
 
 _INVALID_GROUP_CHARS = re.compile(r"^[\d\W]|[^\w]")  # ansible.constants.INVALID_VARIABLE_NAMES
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # string.ascii_letters, without importing string
@@ -206,7 +206,7 @@ def restore(data: Any) -> Inventory:
     safe, groups, hosts, declared, keep = data
     inv = Inventory.__new__(Inventory)
     inv.safe_group_names = bool(safe)
-    inv.keep = frozenset(str(name) for name in keep)  # templates read these names too (load/fast/render.py)
+    inv.keep = frozenset(str(name) for name in keep)  # templates read these names too (load/fast/variables/render.py)
     inv.groups = {n: Group(n, {k: _var(v) for k, v in gv.items()}, list(children), list(parents), int(priority))
                   for n, (gv, children, parents, priority) in groups.items()}
     inv.hosts = {n: Host(n, {k: _var(v) for k, v in hv.items()}, list(member)) for n, (hv, member) in hosts.items()}

@@ -22,10 +22,10 @@ from ..preflight.layout import absolute_sources, paths_only, source_dir
 from . import ansible_cfg as fast_config
 from .files import Files
 from .inventory import Inventory
-from .precedence import resolve, role_conflicts
+from .variables.precedence import resolve, role_conflicts
 from .sources import add_source
-from .values import Unsupported
-from .vars_dirs import VarsFiles, find_vars_files
+from .variables.values import Unsupported
+from .variables.vars_dirs import VarsFiles, find_vars_files
 
 __all__ = ["Unsupported", "load"]
 

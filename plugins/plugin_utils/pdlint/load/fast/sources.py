@@ -14,7 +14,7 @@ from . import replay as inventory_ops
 from . import yaml_file as fast_yaml
 from .files import Files, parse_json
 from .inventory import Inventory
-from .values import Unsupported
+from .variables.values import Unsupported
 
 
 def _inventory_file(inv: Inventory, path: str, files: Files) -> None:

@@ -8,7 +8,7 @@ import yaml
 from ...finding import Origin
 from ...hostvars import is_relevant
 from .inventory import Inventory, expand_hosts
-from .values import Unsupported, Var, check_tags, from_json, from_node, items, keyed_items, scalar
+from .variables.values import Unsupported, Var, check_tags, from_json, from_node, items, keyed_items, scalar
 
 _SECTIONS = ("vars", "children", "hosts")
 

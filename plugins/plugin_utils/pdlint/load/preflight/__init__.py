@@ -40,7 +40,7 @@ class Preflight:
     yaml_errors: dict[str, Finding] = dataclasses.field(default_factory=dict)
     digests: dict[str, bytes] = dataclasses.field(default_factory=dict)  # path as walked -> its bytes' digest
     memo: Any = None  # the filememo.Memo this preflight used and the fast loader may use, if any
-    # Vars files whose variables the scan built (load/fast/vars_events.py): path as walked -> (file their origins name, variables)
+    # Vars files whose variables the scan built (load/fast/variables/vars_events.py): path as walked -> (file their origins name, variables)
     values: dict[str, tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=dict)
     by_file: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)  # path as walked -> its findings
     # absolute path -> an editor's unsaved text, read instead of the file by every loader (ansible-core's too)
@@ -87,7 +87,7 @@ def _script(path: str, data: bytes, allow_dynamic: bool) -> bool:
 
 def _scan(path: str, text: str, found: Preflight, limits: Limits, shown: DisplayPaths | None = None) -> guard.Scan:
     """guard.scan_yaml, or the memo's result for this content (clean scans only are kept). For a vars file
-    (shown: display paths for its origins), the same pass builds its variables into found.values (load/fast/vars_events.py)."""
+    (shown: display paths for its origins), the same pass builds its variables into found.values (load/fast/variables/vars_events.py)."""
     memo, key = found.memo, found.digests.get(path)
     if memo is not None and key is not None:
         known = memo.scan(path, key, limits)
@@ -111,7 +111,7 @@ def _scan_vars(path: str, text: str, found: Preflight, limits: Limits, file: str
         if variables is not None:
             found.values[path] = (file, _refiled(variables, before, file))
         return guard.Scan([], list(keys))
-    from ..fast import vars_events as events
+    from ..fast.variables import vars_events as events
 
     scan, values = events.scan_vars(text, path, limits, file, found.keep_names)
     if values is not None:

@@ -1,7 +1,7 @@
 """Bounds on every file pdlint reads, checked before any parser builds values from it.
 
 One pass over libyaml's events (no values are constructed here; for a vars file,
-load/fast/vars_events.py builds its variables from the events this pass accepted) measures nesting
+load/fast/variables/vars_events.py builds its variables from the events this pass accepted) measures nesting
 depth and the size an alias graph expands to, and finds duplicate keys; plain
 byte checks refuse binary, non-UTF-8 and oversized files. What is refused is a
 `load-error` naming the file (and line where there is one); duplicate keys are
@@ -173,7 +173,7 @@ def scan_yaml(text: str, path: str, limits: Limits, feed: Callable[[type, Any], 
     """Depth, alias expansion and duplicate keys of a YAML text; Refused when over a limit.
 
     feed, when given, is called with (type of event, event) for every event once the checks above have
-    passed it (load/fast/vars_events.py builds a vars file's values in this same pass); an event over a limit never reaches it."""
+    passed it (load/fast/variables/vars_events.py builds a vars file's values in this same pass); an event over a limit never reaches it."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -82,8 +82,8 @@ class Side:
 
 # The vllm_env variables the family checks read off a Side (nixl_layout, moriio read mode, nixl_pp's partition):
 # the only ones a pair verdict reads. Every other variable (the side channel host and port, UCX/NCCL devices, ...)
-# is read per host, by the per-host rules (rules/network.py, rules/env.py, ports.py): keeping it out of the Side
-# and out of the pair class (rules/pairs.py pair_key) is what lets engines that differ only there be judged once.
+# is read per host, by the per-host rules (rules/placement/network.py, rules/per_engine/env.py, ports.py): keeping it out of the Side
+# and out of the pair class (rules/pair/pairs.py pair_key) is what lets engines that differ only there be judged once.
 PAIR_ENV = ("VLLM_KV_CACHE_LAYOUT", "VLLM_MORIIO_CONNECTOR_READ_MODE", "VLLM_PP_LAYER_PARTITION",
             "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE")  # the last: whether HMA runs (vllm/model/chunked.py)
 _PAIR_ENV = tuple(f"env.{name}" for name in PAIR_ENV)

@@ -7,12 +7,12 @@ from typing import Any
 
 import yaml
 
-from ...hostvars import is_relevant
-from ...paths import DisplayPaths
-from .. import compose, errors
-from ..preflight import layout
-from ..preflight.layout import YAML_EXT, source_dir
-from .files import Files, parse_json
+from ....hostvars import is_relevant
+from ....paths import DisplayPaths
+from ... import compose, errors
+from ...preflight import layout
+from ...preflight.layout import YAML_EXT, source_dir
+from ..files import Files, parse_json
 from .values import Unsupported, Var, check_tags, from_json, from_node, keyed_items, scalar
 
 

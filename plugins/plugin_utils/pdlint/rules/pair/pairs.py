@@ -11,12 +11,12 @@ import dataclasses
 import operator
 from collections.abc import Callable, Iterator
 
-from ..finding import Origin
-from ..topology.types import Engine, Instance, Topology, per_body
-from ..vllm.connectors import composite, view
-from ..vllm.connectors import pair as vpair
-from ..vllm.connectors import registry as connectors
-from .base import Hit
+from ...finding import Origin
+from ...topology.types import Engine, Instance, Topology, per_body
+from ...vllm.connectors import composite, view
+from ...vllm.connectors import pair as vpair
+from ...vllm.connectors import registry as connectors
+from ..base import Hit
 
 Pair = tuple[Engine, Engine, Instance, Instance]
 _per_topology: tuple[Topology, dict[object, object]] | None = None
@@ -72,7 +72,7 @@ def always(message: str, hint: str | None) -> Callable[[Engine], tuple[str, str 
 
 
 # What varies per host and no pair verdict reads: where the engine listens and every vllm_env variable but
-# vllm/connectors/pair.py PAIR_ENV (rules/network.py, rules/env.py and the port rules read them, host by host). Every other
+# vllm/connectors/pair.py PAIR_ENV (rules/placement/network.py, rules/per_engine/env.py and the port rules read them, host by host). Every other
 # field of the body (topology/types.py share_bodies) is in the pair class, so a field a pair rule comes to read is
 # in it without a list to keep; tests/test_pair_classes.py holds every env name the rules read to PAIR_ENV or to
 # the per-host list there.

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Topology
-from .base import Hit, rule
+from ...topology.types import Topology
+from ..base import Hit, rule
 from .pair_hints import problem_hits
 
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology
-from ..vllm.releases import resolve
-from .base import Hit, each_body, hit, rule
+from ...topology.types import Instance, Topology
+from ...vllm.releases import resolve
+from ..base import Hit, each_body, hit, rule
 
 
 @rule("vllm-version[unknown]", "warning")

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology, per_body
-from ..vllm.model import chunked, hma, stage_specs
-from ..vllm.connectors import composite, external, mooncake, p2p, view
-from ..vllm.connectors.moriio import config as moriio_config, hybrid as moriio_hybrid
-from ..vllm.connectors import registry as connectors
-from ..vllm.connectors.ports import api_port
-from ..vllm.releases import Release
-from .base import Hit, each_body, hit, rule, words
+from ...topology.types import Instance, Topology, per_body
+from ...vllm.model import chunked, hma, stage_specs
+from ...vllm.connectors import composite, external, mooncake, p2p, view
+from ...vllm.connectors.moriio import config as moriio_config, hybrid as moriio_hybrid
+from ...vllm.connectors import registry as connectors
+from ...vllm.connectors.ports import api_port
+from ...vllm.releases import Release
+from ..base import Hit, each_body, hit, rule, words
 
 
 @rule("connector[unknown]")

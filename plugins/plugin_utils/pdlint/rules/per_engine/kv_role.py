@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..contract import KV_ROLES
-from ..topology.types import Instance, Topology
-from ..vllm.connectors import composite, kvconfig, view
-from ..vllm.connectors import registry as connectors
-from ..vllm.releases import Release
-from ..yaml_text import yaml_text
-from .base import Hit, each_body, hit, rule
+from ...contract import KV_ROLES
+from ...topology.types import Instance, Topology
+from ...vllm.connectors import composite, kvconfig, view
+from ...vllm.connectors import registry as connectors
+from ...vllm.releases import Release
+from ...yaml_text import yaml_text
+from ..base import Hit, each_body, hit, rule
 
 _WRONG = {"prefill": "kv_consumer", "decode": "kv_producer"}
 _RIGHT = {"prefill": "kv_producer", "decode": "kv_consumer"}

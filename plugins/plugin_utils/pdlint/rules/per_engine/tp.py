@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology
-from ..vllm import parallel
-from .base import Hit, each_body, hit, rule
-from .pair_hints import tp_hint_for
+from ...topology.types import Instance, Topology
+from ...vllm import parallel
+from ..base import Hit, each_body, hit, rule
+from ..pair.pair_hints import tp_hint_for
 
 _FACT_VARS = {"heads": "vllm_model_num_attention_heads", "kv_heads": "vllm_model_num_kv_heads",
               "mla": "vllm_model_is_mla"}

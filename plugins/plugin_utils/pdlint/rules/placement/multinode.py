@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Engine, Instance, Topology
-from ..vllm import parallel_config
-from ..vllm.connectors import registry
-from .base import Hit, hit, rule
+from ...topology.types import Engine, Instance, Topology
+from ...vllm import parallel_config
+from ...vllm.connectors import registry
+from ..base import Hit, hit, rule
 
 _SHAPE = {  # Instance attribute -> (contract variable, what the message calls it)
     "tp": ("tensor_parallel_size", "TP"), "pp": ("pipeline_parallel_size", "PP"),

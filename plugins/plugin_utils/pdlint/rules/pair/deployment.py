@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology
-from ..vllm.connectors import composite
-from ..vllm.connectors import registry as connectors
-from .base import Hit, hit, rule
+from ...topology.types import Instance, Topology
+from ...vllm.connectors import composite
+from ...vllm.connectors import registry as connectors
+from ..base import Hit, hit, rule
 from .pairs import always, by_body
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
-from ...finding import Origin
-from ...hostvars import KEY, Path
-from .unsupported import Unsupported
+from ....finding import Origin
+from ....hostvars import KEY, Path
+from ..unsupported import Unsupported
 
 Origins = dict[Path, Origin]
 Var = tuple[Any, Origins]  # a value, and the origins below it keyed by relative path

@@ -4,10 +4,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ...finding import Finding, Origin
-from ...hostvars import HostVars, is_template
-from ..notes import role_conflicts as roles
-from .inventory import Host, Inventory
+from ....finding import Finding, Origin
+from ....hostvars import HostVars, is_template
+from ...notes import role_conflicts as roles
+from ..inventory import Host, Inventory
 from .render import HandOver, Scope, Unkept, render_leaves
 from .values import Var
 from .vars_dirs import VarsFiles
@@ -69,7 +69,7 @@ class _Resolved:
 
 def _host_vars(name: str, base: _Resolved, own: dict[str, Var], prefixed: _Prefixed,
                keep: frozenset[str], wants: set[str]) -> HostVars | None:
-    """The group-level values overridden by the host's own, templates rendered (load/fast/render.py); None when a
+    """The group-level values overridden by the host's own, templates rendered (load/fast/variables/render.py); None when a
     template needs ansible-core (the reference loader renders that host).
 
     Nothing but its name depends on the host when it has no variables of its own and no template: such hosts

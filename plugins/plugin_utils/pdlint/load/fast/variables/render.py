@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ...hostvars import is_relevant, is_template
+from ....hostvars import is_relevant, is_template
 
 _SCALARS = (str, int, float, bool, type(None))
 

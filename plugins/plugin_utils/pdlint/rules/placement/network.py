@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Deployment, Engine, Instance, Topology
-from ..vllm.connectors import composite, view
-from ..vllm.connectors.moriio import config as moriio_config
-from ..vllm.connectors import registry as connectors
-from ..vllm.connectors.ports import Bind, api_port, binds, self_collision_hint
-from .base import Hit, hit, rule
+from ...topology.types import Deployment, Engine, Instance, Topology
+from ...vllm.connectors import composite, view
+from ...vllm.connectors.moriio import config as moriio_config
+from ...vllm.connectors import registry as connectors
+from ...vllm.connectors.ports import Bind, api_port, binds, self_collision_hint
+from ..base import Hit, hit, rule
 
 
 @rule("engine-id[duplicate]")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Topology
-from .base import Hit, rule
+from ...topology.types import Topology
+from ..base import Hit, rule
 
 
 @rule("schema")

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology
-from ..vllm.connectors import composite, view
-from ..vllm.connectors.nixl import channel as nixl_channel
+from ...topology.types import Instance, Topology
+from ...vllm.connectors import composite, view
+from ...vllm.connectors.nixl import channel as nixl_channel
 
 # the rule below is called hma
-from ..vllm.model import hma as hybrid
-from ..vllm.connectors import registry as connectors
-from .base import Hit, hit, rule
+from ...vllm.model import hma as hybrid
+from ...vllm.connectors import registry as connectors
+from ..base import Hit, hit, rule
 from .pairs import Block, always, by_body
 
 _DTYPE = {"half": "float16", "float": "float32"}

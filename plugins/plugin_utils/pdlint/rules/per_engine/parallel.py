@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology, per_body
-from ..vllm import parallel_config
-from ..vllm.connectors import registry
-from .base import Hit, hit, rule
+from ...topology.types import Instance, Topology, per_body
+from ...vllm import parallel_config
+from ...vllm.connectors import registry
+from ..base import Hit, hit, rule
 
 _FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "data_parallel_size_local",
            "data_parallel_start_rank", "nnodes", "node_rank", "version")

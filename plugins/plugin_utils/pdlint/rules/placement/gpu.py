@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology
-from ..vllm import parallel
-from .base import Hit, hit, rule
+from ...topology.types import Instance, Topology
+from ...vllm import parallel
+from ..base import Hit, hit, rule
 
 _CVD = "env.CUDA_VISIBLE_DEVICES"
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..topology.types import Instance, Topology, per_body
-from ..vllm.connectors import composite, extra_read
-from ..vllm.connectors import registry as connectors
-from .base import Hit, each_body, hit, rule
+from ...topology.types import Instance, Topology, per_body
+from ...vllm.connectors import composite, extra_read
+from ...vllm.connectors import registry as connectors
+from ..base import Hit, each_body, hit, rule
 
 
 @rule("connector[extra-key]", "warning")

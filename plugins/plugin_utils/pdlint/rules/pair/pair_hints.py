@@ -1,17 +1,17 @@
 """The pair problems' hits with a working TP hint, and the TP hint of one engine over every pair it is in.
 
-Both read rules/pairs.py's Blocks: a hint is asked once per engine (its nodes) and per pair of classes (the
+Both read rules/pair/pairs.py's Blocks: a hint is asked once per engine (its nodes) and per pair of classes (the
 Sides), never once per prefill x decode engine pair, and a finding's hosts are gathered per hint.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..finding import Origin
-from ..topology.types import Engine, Instance, Topology
-from ..vllm.connectors import pair as vpair
-from .base import Hit
-from .hints import Link, Nodes, joint_hint, own_ok, side_hint, tp_origin
+from ...finding import Origin
+from ...topology.types import Engine, Instance, Topology
+from ...vllm.connectors import pair as vpair
+from ..base import Hit
+from ..hints import Link, Nodes, joint_hint, own_ok, side_hint, tp_origin
 from .pairs import Block, always, judged, memo_of
 
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from ...finding import Origin
-from ...hostvars import KEY, Path, is_relevant
-from ..preflight import guard
+from ....finding import Origin
+from ....hostvars import KEY, Path, is_relevant
+from ...preflight import guard
 from .scalars import FIRST, SIMPLE, UNBUILT, GiveUp, event_scalar, plain
 from .values import MAP_TAG, SEQ_TAG, Origins, Var
 

@@ -1,0 +1,1 @@
+"""Rules the stages report outside the rule loop: loading, schema, command lines, pdlint_skip."""
