@@ -248,3 +248,19 @@ def test_generated_templated_inventories_load_as_ansible_core_loads_them(layers:
             assert_same(["hosts.yml"])
         finally:
             os.chdir(cwd)
+
+
+def test_the_quickstart_bench_compares_like_with_like(tmp_path: Path) -> None:
+    """bench/quickstart.py's `template` renders to its `written` shape: same hosts, same values, same origins file."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        from quickstart import generate
+    finally:
+        sys.path.pop(0)
+    loaded = {}
+    for shape in ("template", "written"):
+        generate(40, tmp_path / shape, shape)
+        loaded[shape] = {hv.host: hv.values for hv in fast.load([str(tmp_path / shape)])}
+    assert len(loaded["template"]) == 40
+    assert loaded["template"]["gpu-d7"]["vllm_env"] == {"VLLM_NIXL_SIDE_CHANNEL_HOST": "gpu-d7"}
+    assert loaded["template"] == loaded["written"]
