@@ -20,6 +20,7 @@ from conftest import ROOT
 from pdlint.engine import core as engine
 from pdlint.load import select
 from pdlint.rules.pair import pairs
+from pdlint.vllm.connectors import families
 from pdlint.vllm.connectors import pair as vpair
 
 PLUGIN = ROOT / "plugins" / "plugin_utils" / "pdlint"
@@ -54,13 +55,13 @@ def test_5000_x_15000_hosts_with_values_of_their_own_are_judged_per_class(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fleet(tmp_path, 5000, 15000, {"vllm_dtype": "float16"})
     asked: list[tuple[vpair.Side, vpair.Side]] = []
-    problems = vpair.problems
+    problems = families.problems
 
     def counted(p: vpair.Side, d: vpair.Side) -> tuple[vpair.Problem, ...]:
         asked.append((p, d))
         return problems(p, d)
 
-    monkeypatch.setattr(pairs.vpair, "problems", counted)
+    monkeypatch.setattr(pairs.families, "problems", counted)
     start = time.perf_counter()
     found, topology = engine.run(select.load([str(tmp_path)], loader="fast"))
     took = time.perf_counter() - start
@@ -157,8 +158,8 @@ PER_HOST_ENV = frozenset((
     "VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT", "VLLM_MOONCAKE_BOOTSTRAP_PORT", "DYN_SYSTEM_PORT",
     "CUDA_VISIBLE_DEVICES", "VLLM_USE_V1", "VLLM_SSM_CONV_STATE_LAYOUT", "VLLM_MORIIO_QP_PER_TRANSFER",
     "VLLM_MORIIO_POST_BATCH_SIZE", "VLLM_MORIIO_NUM_WORKERS"))
-# The modules whose code decides a pair verdict (vllm/connectors/pair.py's families and what they call, the pair rules).
-PAIR_MODULES = ("vllm/connectors/pair.py", "vllm/connectors/nixl/__init__.py", "vllm/connectors/nixl/layout.py",
+# The modules whose code decides a pair verdict (vllm/connectors/families.py's table and what it calls, the pair rules).
+PAIR_MODULES = ("vllm/connectors/pair.py", "vllm/connectors/families.py", "vllm/connectors/nixl/__init__.py", "vllm/connectors/nixl/layout.py",
                 "vllm/connectors/nixl/pp.py", "vllm/connectors/moriio/__init__.py", "vllm/connectors/mooncake.py",
                 "vllm/connectors/p2p.py", "vllm/model/pp_stages.py", "vllm/model/layers.py", "vllm/model/hma.py",
                 "vllm/connectors/nixl/channel.py", "vllm/connectors/view.py", "vllm/connectors/composite.py", "rules/pair/pairs.py",

@@ -24,6 +24,7 @@ from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.vllm.connectors import moriio
 from pdlint.vllm.connectors.moriio import config as moriio_config
+from pdlint.vllm.connectors import families
 from pdlint.vllm.connectors import pair as vpair
 from pdlint.vllm.connectors.ranks import remote_ranks
 from pdlint.vllm.releases import KNOWN, R, Release
@@ -67,7 +68,7 @@ def _side(role: str, release: Release, tp: int, k: int = 8, mla: bool = False, r
 def _rules(release: Release, p: int, d: int, k: int, mla: bool, read: bool, **more: Any) -> set[str]:
     sp = _side("prefill", release, p, k, mla, read, **more)
     sd = _side("decode", release, d, k, mla, read, **more)
-    return {problem.rule for problem in vpair.problems(sp, sd)}
+    return {problem.rule for problem in families.problems(sp, sd)}
 
 
 @functools.cache
@@ -181,7 +182,7 @@ def test_write_mode_tp(release: Release) -> None:
         handshake = vllm_source.lift(root, CONNECTOR, {"get_moriio_remote_tp_rank"})["get_moriio_remote_tp_rank"]
     for p, d, k, mla in itertools.product(SIZES, SIZES, KV_HEADS, (False, True)):
         sp, sd = _side("prefill", release, p, k, mla, read=False), _side("decode", release, d, k, mla, read=False)
-        found = [pr for pr in vpair.problems(sp, sd) if pr.rule == "tp-ratio[moriio-write]"
+        found = [pr for pr in families.problems(sp, sd) if pr.rule == "tp-ratio[moriio-write]"
                  and "rank collapse" not in pr.message]  # test_write_rank_collapse
         if validate is not None:
             fails = _raises(validate, p, d, k, mla)
@@ -209,7 +210,7 @@ def test_write_rank_collapse(release: Release) -> None:
         rank = vllm_source.lift(root, CONNECTOR, {"get_moriio_remote_tp_rank"})["get_moriio_remote_tp_rank"]
     for p in SIZES:
         collapses = rank is not None and any(rank(r, p, 1) != r for r in range(p))
-        problems = vpair.problems(_side("prefill", release, p, read=False), _side("decode", release, p, read=False))
+        problems = families.problems(_side("prefill", release, p, read=False), _side("decode", release, p, read=False))
         assert any("rank collapse" in pr.message for pr in problems) == collapses, (release, p)
 
 
@@ -228,7 +229,7 @@ def test_hybrid_models(release: Release) -> None:
         for read in (True, False):
             sp = _side("prefill", release, p, 8, True, read, ssm=True)
             sd = _side("decode", release, d, 8, True, read, ssm=True)
-            problems = vpair.problems(sp, sd)
+            problems = families.problems(sp, sd)
             hetero = any("recurrent state" in pr.message for pr in problems)
             write = any("read mode only" in pr.message for pr in problems)
             guarded = has_guard and (read or write_rejected)
@@ -271,7 +272,7 @@ def test_dial_offset(release: Release) -> None:
         # Prefill DP ranks on separate hosts (DP-local 1 each): vLLM's own misdial, not a port collision.
         dp_seen = [0 if folded else k for k in range(p_dp)]
         misdial = any(gpo(dp, r, p_tp) != gpo(dp, r) for dp in dp_seen for r in range(p_tp)) if tp_aware else False
-        got = [pr for pr in vpair.problems(_side("prefill", release, p_tp, dp=p_dp), _side("decode", release, p_tp))
+        got = [pr for pr in families.problems(_side("prefill", release, p_tp, dp=p_dp), _side("decode", release, p_tp))
                if "dials" in pr.message]
         assert bool(got) == misdial, (release, p_dp, p_tp)
 

@@ -24,6 +24,7 @@ from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.vllm.connectors.nixl import channel as nixl_channel
+from pdlint.vllm.connectors import families
 from pdlint.vllm.connectors import pair as vpair
 from pdlint.vllm.connectors.ports import binds
 from pdlint.vllm.releases import KNOWN, R, Release
@@ -230,7 +231,7 @@ def _rules(pp: dict[str, Any], dd: dict[str, Any], common: dict[str, Any]) -> se
 def test_tp_pairing(release: Release) -> None:
     root = ROOTS[release]
     assert root is not None
-    pdlint = {(p, d): bool(vpair.problems(_side("prefill", release, p), _side("decode", release, d)))
+    pdlint = {(p, d): bool(families.problems(_side("prefill", release, p), _side("decode", release, d)))
               for p, d in itertools.product(SIZES, SIZES)}
     if release < R("0.9.1"):
         # 0.9.0: _nixl_handshake dials port + self.rank; no tp_ratio anywhere: rank r reads rank r.
@@ -253,14 +254,14 @@ def test_handshake_grid(release: Release) -> None:
     wrong = []
     for p, d, k, mla, bp, bd in itertools.product(TPS, TPS, (1, 2, 4, 8, 16), (False, True), (16, 32), (16, 32)):
         sp, sd = _side("prefill", release, p, k, mla, bp), _side("decode", release, d, k, mla, bd)
-        found = vpair.problems(sp, sd)
+        found = families.problems(sp, sd)
         if _vllm_fails(check, root, p, d, k, mla, bp, bd) != bool(found):
             if release < R("0.11.1") and bp != bd and {x.rule for x in found} >= {"pd-mismatch[block-size]"}:
                 # Before 0.11.1 the remote block size is derived from block_len / (slot size * tp_ratio), so a
                 # head count that compensates the block size passes the handshake; _read_blocks then reads the
                 # wrong slices (matrix section 8). pdlint reports the unequal block sizes.
                 continue
-            wrong.append((p, d, k, mla, bp, bd, [x.rule for x in vpair.problems(sp, sd)]))
+            wrong.append((p, d, k, mla, bp, bd, [x.rule for x in families.problems(sp, sd)]))
     assert not wrong, f"{release}: {len(wrong)} disagreements, e.g. {wrong[:5]}"
 
 
@@ -335,7 +336,7 @@ def test_block_sizes(version: str, bp: int, bd: int, tps: tuple[int, int], fires
 def test_block_sizes_hma(version: str, ssm: bool, bp: int, bd: int, fires: bool) -> None:
     sp = _side("prefill", R(version), 4, 8, False, bp, ssm=ssm)
     sd = _side("decode", R(version), 4, 8, False, bd, ssm=ssm)
-    assert any(x.rule == "pd-mismatch[block-size]" for x in vpair.problems(sp, sd)) == fires
+    assert any(x.rule == "pd-mismatch[block-size]" for x in families.problems(sp, sd)) == fires
 
 
 @pytest.mark.parametrize(("version", "p", "d", "fires"), [
@@ -346,7 +347,7 @@ def test_mamba_equal_tp(version: str, p: int, d: int, fires: bool) -> None:
     src = (ROOTS[R(version)] / f"{KV}/v1/nixl_connector.py")  # type: ignore[operator]
     has_assert = src.exists() and "Mamba does not support heterogeneous TP yet" in src.read_text(encoding="utf-8")
     assert has_assert == fires
-    found = vpair.problems(_side("prefill", R(version), p, 48, ssm=True), _side("decode", R(version), d, 48, ssm=True))
+    found = families.problems(_side("prefill", R(version), p, 48, ssm=True), _side("decode", R(version), d, 48, ssm=True))
     assert any("Mamba" in x.message for x in found) == fires
 
 
@@ -369,7 +370,7 @@ def test_pipeline_parallel(version: str, p_pp: int, d_pp: int, d_role: str, conn
     assert checks == (R(version) >= R("0.26.0"))
     sp = _side("prefill", R(version), 2, pp=p_pp, connector=connector)
     sd = _side("decode", R(version), 2, pp=d_pp, kv_role=d_role, connector=connector)
-    assert any("pipeline_parallel_size" in x.fields for x in vpair.problems(sp, sd)) == fires
+    assert any("pipeline_parallel_size" in x.fields for x in families.problems(sp, sd)) == fires
 
 
 def _instance(version: str, tp: int, dp: int = 1, dp_local: int | None = None, dp_start: int = 0,

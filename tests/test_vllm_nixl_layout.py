@@ -15,6 +15,7 @@ import itertools
 
 import pytest
 import test_vllm_nixl as base
+from pdlint.vllm.connectors import families
 from pdlint.vllm.connectors import pair as vpair
 from pdlint.vllm.releases import R, Release
 
@@ -63,7 +64,7 @@ def _reported(release: Release, p: int, d: int, k: int, mla: bool, lp: str, ld: 
         return vpair.Side(role=role, release=release, connector="NixlConnector", tp=tp, block_size=16, heads=64,
                           kv_heads=k, mla=mla, ssm=False, kv_role="kv_both", env=(("VLLM_KV_CACHE_LAYOUT", value),))
 
-    found = vpair.problems(side("prefill", p, lp), side("decode", d, ld))
+    found = families.problems(side("prefill", p, lp), side("decode", d, ld))
     return any(x.rule == "pd-mismatch[kv-cache-layout]" for x in found)
 
 

@@ -20,6 +20,7 @@ import pytest
 import vllm_source
 from pdlint.hostvars import HostVars
 from pdlint.topology.build import build
+from pdlint.vllm.connectors import families
 from pdlint.vllm.connectors import pair as vpair
 from pdlint.vllm.connectors.registry import registered
 from pdlint.vllm.releases import KNOWN, R, Release
@@ -145,7 +146,7 @@ def _sides(release: Release, model: str, connector: str, p_pp: int, d_pp: int, d
 
 
 def _pp_problems(sp: vpair.Side, sd: vpair.Side) -> dict[str, vpair.Problem]:
-    return {x.side: x for x in vpair.problems(sp, sd) if "pipeline_parallel_size" in x.fields}
+    return {x.side: x for x in families.problems(sp, sd) if "pipeline_parallel_size" in x.fields}
 
 
 @pytest.mark.parametrize("release", RELEASES, ids=str)

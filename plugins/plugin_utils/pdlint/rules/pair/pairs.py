@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 from ...finding import Origin
 from ...topology.types import Engine, Instance, Topology, per_body
-from ...vllm.connectors import composite, view
+from ...vllm.connectors import composite, families, view
 from ...vllm.connectors import pair as vpair
 from ...vllm.connectors import registry as connectors
 from ..base import Hit
@@ -180,7 +180,7 @@ def judged(topo: Topology) -> list[Judged]:
             sp, sd = (_side_of(lead) for lead in group[0].leads)
             key = (id(sp), id(sd))
             if key not in asked:
-                asked[key] = vpair.problems(sp, sd)
+                asked[key] = families.problems(sp, sd)
             found.append((group, sp, sd, asked[key]))
         memo["judged"] = found
     return memo["judged"]  # type: ignore[return-value]
