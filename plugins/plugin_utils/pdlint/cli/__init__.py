@@ -39,7 +39,7 @@ class _NoHosts(Exception):
 
 def _entry(args: argparse.Namespace, sources: list[str], config: Config) -> Entry | None:
     """The cache entry of one inventory's check (None: --no-cache, PDLINT_NO_CACHE, or not keyable)."""
-    if args.no_cache:
+    if args.no_cache or config.playbook:  # a playbook's files are not in the key: its run is not cached
         return None
     # the cache's modules (fingerprints, hashing, the store) only for a run that has a cache
     from ..cache import runs, store
@@ -67,6 +67,12 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         from ..launch.mapping import keep_names
 
         kept = keep_names(config.variables)
+    project = None
+    if config.playbook:
+        from ..playbook import apply as playbook
+
+        project = playbook.project_of(config.playbook)
+        kept |= playbook.names_read(project)
     # reloading some hosts (incremental) reads pdlint's names only: with a mapping, the whole inventory is loaded
     reusable = entry is not None and static and args.loader == "fast" and not args.vault_password_file and not kept
     keep = None
@@ -89,6 +95,10 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         sys.stderr.write(f"pdlint: info: {text}\n")
     if not loaded:
         raise _NoHosts
+    if project is not None:
+        launched = playbook.apply(loaded, project)
+        loaded = launched.hosts
+        notes.extend(launched.findings)
     # the rules and the vllm layer, imported only when a run is not answered from the cache
     from ..engine import core as engine
 

@@ -49,7 +49,11 @@ def document() -> dict[str, Any]:
             "description": "The models: table is described key by key; the other keys are in the README's "
                            "Configuration section.",
             "type": "object",
-            "properties": {"models": models, "variables": variables}}
+            "properties": {"models": models, "variables": variables,
+                           "playbook": {"type": "string", "minLength": 1,
+                                        "description": "The playbook (site.yml) whose plays and roles say what each "
+                                                       "host runs, relative to this config file; --playbook "
+                                                       "replaces it."}}}
 
 
 def dumps() -> str:

@@ -71,6 +71,8 @@ def config_from(args: argparse.Namespace) -> Config:
         config = dataclasses.replace(config, ignore=names(args.ignore.split(","), "--ignore", ""))
     if args.strict is not None:
         config = dataclasses.replace(config, strict=args.strict)
+    if getattr(args, "playbook", None) is not None:  # relative to the working directory, as -i is
+        config = dataclasses.replace(config, playbook=args.playbook)
     if args.vllm_version is not None and config.vllm_version is None:  # the inventory and config file come first
         config = dataclasses.replace(config, vllm_version=args.vllm_version, version_source="--vllm-version")
     return config

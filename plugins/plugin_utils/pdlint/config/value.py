@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # the `models:` and `variables:` parsers are imported by a co
     from .models import ModelEntry
     from .variables import Lines, Mapped
 
-KEYS = ("select", "ignore", "severity", "vllm_version", "strict", "own_variables", "models", "variables")
+KEYS = ("select", "ignore", "severity", "vllm_version", "strict", "own_variables", "models", "variables", "playbook")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +35,8 @@ class Config:
     models: Mapping[str, ModelEntry] = dataclasses.field(default_factory=dict)
     # the `variables:` mapping (config/variables.py): contract variable -> expression over a role's own names
     variables: tuple[Mapped, ...] = ()
+    # the playbook whose plays and roles say what each host runs (a path relative to the config file's folder)
+    playbook: str | None = None
 
 
 DEFAULT = Config()
@@ -136,6 +139,9 @@ def parse(data: Any, source: str, table: str = "", base: str | None = None, line
     version = data.get("vllm_version")
     if version is not None and not (isinstance(version, str) and _VERSION.match(version)):
         raise ConfigError(f"{source}: {table}vllm_version: expected a release such as \"0.32.0\" (see `pdlint versions`), got {version!r}")
+    playbook = data.get("playbook")
+    if playbook is not None and not (isinstance(playbook, str) and playbook):
+        raise ConfigError(f"{source}: {table}playbook: expected the path of a playbook (\"site.yml\"), got {playbook!r}")
     strict = data.get("strict", False)
     if not isinstance(strict, bool):
         raise ConfigError(f"{source}: {table}strict: expected true or false, got {strict!r}")
@@ -148,6 +154,7 @@ def parse(data: Any, source: str, table: str = "", base: str | None = None, line
         models=_models(data["models"], source, table, base) if data.get("models") is not None else {},
         variables=_variables(data["variables"], source, f"{table}variables", lines)
         if data.get("variables") is not None else (),
+        playbook=None if playbook is None else os.path.join(base, playbook) if base else playbook,
     )
 
 

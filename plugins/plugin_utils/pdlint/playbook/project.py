@@ -1,0 +1,192 @@
+"""A playbook read statically into plays, roles and the tasks that may start vLLM: nothing is executed.
+
+Files are read with ansible-core's DataLoader, so every value keeps ansible-core 2.19's origin tag (file, line,
+column) and its templates stay unrendered until a host's variables render them (render.py). A file that cannot be
+read is a PlaybookError naming it; a construct not modelled is left out, never guessed (a task pdlint does not
+recognise as a launch says nothing).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ..finding import Origin
+from ..load.tagged import origin_of
+from ..paths import display_path
+
+# The task modules whose content is a launch line, by how it is read (template: a systemd unit rendered per host)
+TEMPLATE_MODULES = ("template", "ansible.builtin.template", "ansible.legacy.template")
+_ROLE_KEYS = frozenset(("role", "name", "vars", "when", "tags", "become", "become_user", "become_method",
+                        "environment", "delegate_to", "ignore_errors", "any_errors_fatal", "collections",
+                        "connection", "remote_user", "port", "no_log", "run_once", "check_mode", "diff",
+                        "module_defaults", "throttle", "timeout", "debugger", "public", "allow_duplicates"))
+
+
+class PlaybookError(Exception):
+    """A playbook, role or vars file that cannot be read: the message names it and, where known, the line."""
+
+    def __init__(self, origin: Origin, message: str) -> None:
+        super().__init__(f"{origin}: {message}")
+        self.origin = origin
+        self.message = message
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """A task that writes a launch line: its module, the template file, and where the task is written."""
+
+    module: str
+    source: str  # absolute path of the template
+    origin: Origin
+
+
+@dataclasses.dataclass(frozen=True)
+class Role:
+    name: str
+    path: str
+    defaults: Mapping[str, Any]  # tagged values, templates unrendered
+    vars: Mapping[str, Any]
+    params: Mapping[str, Any]  # the entry's own keys (`- {role: x, tp: 6}`): above every other vars
+    entry_vars: Mapping[str, Any]  # the entry's `vars:`: after vars/main.yml, in this role's tasks only
+    launches: tuple[Launch, ...]
+    origin: Origin
+
+
+@dataclasses.dataclass(frozen=True)
+class Play:
+    hosts: str  # the pattern, as written
+    vars: Mapping[str, Any]
+    vars_files: tuple[Mapping[str, Any], ...]
+    roles: tuple[Role, ...]
+    origin: Origin
+    directory: str  # playbook_dir
+
+
+@dataclasses.dataclass(frozen=True)
+class Project:
+    playbook: str
+    plays: tuple[Play, ...]
+    templates: tuple[str, ...]  # every launch template read (absolute): a cached result depends on them
+
+
+def _loader() -> Any:
+    from ansible.parsing.dataloader import DataLoader
+
+    return DataLoader()
+
+
+def _load(loader: Any, path: str, what: str) -> Any:
+    if not os.path.isfile(path):
+        raise PlaybookError(Origin(display_path(path)), f"{what} not found")
+    try:
+        return loader.load_from_file(path, trusted_as_template=True)
+    except Exception as exc:  # noqa: BLE001 - ansible-core's parse errors are the user's to fix
+        from ..load.reference.errors import error_origin, message_of
+
+        where = error_origin(exc)
+        raise PlaybookError(where if where.file else Origin(display_path(path)), f"cannot read {what}: {message_of(exc)}") from None
+
+
+def _mapping(data: Any, origin: Origin, what: str) -> Mapping[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise PlaybookError(origin_of(data) or origin, f"{what} must be a mapping")
+    return data
+
+
+def _main_file(folder: str) -> str | None:
+    """A role's `defaults/main.yml` (or .yaml, or no extension), as ansible-core finds it."""
+    for name in ("main.yml", "main.yaml", "main"):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _role_vars(loader: Any, folder: str, what: str) -> Mapping[str, Any]:
+    path = _main_file(folder)
+    if path is None:
+        return {}
+    return _mapping(_load(loader, path, what), Origin(display_path(path)), what)
+
+
+def _role_path(name: str, directory: str, origin: Origin) -> str:
+    for candidate in (os.path.join(directory, "roles", name), os.path.join(directory, name)):
+        if os.path.isdir(candidate):
+            return candidate
+    raise PlaybookError(origin, f"role {name!r} not found in {os.path.join(directory, 'roles')}")
+
+
+def _launches(loader: Any, role_path: str) -> tuple[Launch, ...]:
+    tasks_file = _main_file(os.path.join(role_path, "tasks"))
+    if tasks_file is None:
+        return ()
+    tasks = _load(loader, tasks_file, "role tasks")
+    found: list[Launch] = []
+    for task in tasks if isinstance(tasks, list) else []:
+        if not isinstance(task, Mapping):
+            continue
+        for module in TEMPLATE_MODULES:
+            args = task.get(module)
+            if isinstance(args, Mapping) and isinstance(args.get("src"), str):
+                source = os.path.join(role_path, "templates", str(args["src"]))
+                found.append(Launch("template", source, origin_of(task) or Origin(display_path(tasks_file))))
+    return tuple(found)
+
+
+def _role(loader: Any, entry: Any, directory: str, play_origin: Origin) -> Role:
+    origin = origin_of(entry) or play_origin
+    if isinstance(entry, str):
+        entry = {"role": entry}
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("role", entry.get("name")), str):
+        raise PlaybookError(origin, "a role entry must name its role (`role: NAME`)")
+    name = str(entry.get("role", entry.get("name")))
+    path = _role_path(name, directory, origin)
+    # a key that is no field of a role definition is a param (RoleDefinition._split_role_params)
+    params = {k: v for k, v in entry.items() if k not in _ROLE_KEYS}
+    return Role(name, path, _role_vars(loader, os.path.join(path, "defaults"), "role defaults"),
+                _role_vars(loader, os.path.join(path, "vars"), "role vars"), params,
+                _mapping(entry.get("vars"), origin, "role entry vars"),
+                _launches(loader, path), origin)
+
+
+def _plays(loader: Any, path: str, seen: tuple[str, ...]) -> list[Play]:
+    real = os.path.realpath(path)
+    if real in seen:
+        raise PlaybookError(Origin(display_path(path)), "import_playbook imports itself")
+    data = _load(loader, path, "playbook")
+    if not isinstance(data, list):
+        raise PlaybookError(Origin(display_path(path), 1, 1), "a playbook must be a list of plays")
+    directory = os.path.dirname(os.path.abspath(path))
+    out: list[Play] = []
+    for entry in data:
+        origin = origin_of(entry) or Origin(display_path(path))
+        if not isinstance(entry, Mapping):
+            raise PlaybookError(origin, "a play must be a mapping")
+        imported = entry.get("import_playbook", entry.get("ansible.builtin.import_playbook"))
+        if isinstance(imported, str):
+            out += _plays(loader, os.path.join(directory, imported), (*seen, real))
+            continue
+        hosts = entry.get("hosts")
+        if isinstance(hosts, list):
+            hosts = ",".join(str(h) for h in hosts)
+        if not isinstance(hosts, str):
+            raise PlaybookError(origin, "a play must name its hosts (`hosts: PATTERN`)")
+        files = entry.get("vars_files") or []
+        vars_files = tuple(_mapping(_load(loader, os.path.join(directory, str(f)), "vars file"), origin, "vars file")
+                           for f in (files if isinstance(files, list) else [files]))
+        roles = entry.get("roles") or []
+        out.append(Play(str(hosts), _mapping(entry.get("vars"), origin, "play vars"), vars_files,
+                        tuple(_role(loader, r, directory, origin) for r in roles), origin, directory))
+    return out
+
+
+def read(playbook: str) -> Project:
+    """The plays of playbook (import_playbook followed). Raises PlaybookError."""
+    loader = _loader()
+    plays = tuple(_plays(loader, playbook, ()))
+    templates = tuple(sorted({launch.source for play in plays for role in play.roles for launch in role.launches}))
+    return Project(playbook, plays, templates)
