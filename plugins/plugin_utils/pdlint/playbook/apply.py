@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..contract import VARIABLES
 from ..finding import Finding, Origin
 from ..load.errors import LoadError, load_error
 from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant
@@ -24,6 +25,7 @@ from .project import Launch, Play, PlaybookError, Project, Role, read
 from .variables import Scope, magic, scope
 
 ARGS = "vllm_args"
+CONTRACT = tuple(f"vllm_{v.name}" for v in VARIABLES)
 # what the launch line decides besides vLLM's arguments: pdlint's own spellings of the engine
 _LINE_DECIDES = frozenset(("vllm_args", "vllm_env", "vllm_instances", "vllm_launcher"))
 
@@ -115,9 +117,11 @@ def _with_line(hv: HostVars, found: Scope, variables: Mapping[str, Any], line: u
             continue
         values[name] = _plain(variables, name)
         origins[(name,)] = origins[(name, KEY)] = found.origins[name]
-    if line is None:
-        values[ARGS] = Unresolved("the launch template cannot be rendered", reported=True)
-        origins[(ARGS,)] = task
+    if line is None:  # the engine's arguments are unknown, never vLLM's defaults: the rules that need them skip it
+        for name in CONTRACT:
+            if name[5:] in arguments(release) and name not in values:
+                values[name] = Unresolved("the launch template cannot be rendered", reported=True)
+                origins[(name,)] = task
     else:
         values[ARGS] = [w.text for w in line.words]
         origins[(ARGS,)] = origins[(ARGS, KEY)] = line.start
@@ -194,4 +198,12 @@ def apply(hosts: Sequence[HostVars], project: Project) -> Applied:
             done = made
         out.append(hv if done is None else done[0])
         findings.extend(done[1] if done else [])
-    return Applied(out, findings, project.templates)
+    return Applied(out, _merged(findings), project.templates)
+
+
+def _merged(findings: list[Finding]) -> list[Finding]:
+    """One finding per place and message: the same template line seen from many hosts is one problem."""
+    hosts: dict[Finding, set[str]] = {}
+    for f in findings:
+        hosts.setdefault(dataclasses.replace(f, hosts=()), set()).update(f.hosts)
+    return [dataclasses.replace(f, hosts=tuple(sorted(h))) for f, h in hosts.items()]

@@ -125,11 +125,12 @@ def _split(value: str, offsets: list[int], tracer: _Tracer, origin: Origin) -> l
 
 
 def _with_values(found: list[Word]) -> list[Word]:
-    """A flag written in the template whose value a variable sets stands for that variable: the value decided."""
+    """A flag whose value a variable sets stands for that variable: the value decided (the rules report a value at
+    its flag)."""
     out = list(found)
     for index, word in enumerate(found[:-1]):
         after = found[index + 1]
-        if word.text.startswith("--") and "=" not in word.text and not word.from_variable and after.from_variable \
+        if word.text.startswith("-") and "=" not in word.text and after.from_variable \
                 and not after.text.startswith("-"):
             out[index] = dataclasses.replace(word, origin=after.origin)
     return out
