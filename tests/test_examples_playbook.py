@@ -53,3 +53,34 @@ def test_case_file_runs_the_playbook(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(EXAMPLE)
     code, found = _lint(yaml.safe_load((EXAMPLE / "case.yml").read_text())["args"])
     assert code == 1 and [f["rule"] for f in found] == ["tp-ratio[moriio]", "tp[heads]"]
+
+
+def test_explain_shows_the_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """explain reads the playbook as the lint does: decode TP 6, and where it came from (template <- variable <-
+    the line that set it)."""
+    monkeypatch.chdir(EXAMPLE)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as out:
+        saved, sys.stdout = sys.stdout, out
+        try:
+            code = main(["explain", "-i", "inventory", "--playbook", "site.yml", "--format", "json"])
+        finally:
+            sys.stdout = saved
+        out.seek(0)
+        shown = json.loads(out.read())
+    assert code == 0
+    assert {(f["rule"], f["file"], f["line"], f["column"]) for f in _findings(shown)} == {
+        ("tp-ratio[moriio]", "site.yml", 13, 32), ("tp[heads]", "site.yml", 13, 32)}
+    assert ("mi-d01: launch line `--tensor-parallel-size 6` (roles/vllm_serve/templates/vllm.service.j2:10:28) "
+            "<- vllm_tensor_parallel_size (site.yml:13:32)") in shown["mapped"]
+    assert ("mi-p01: launch line `--tensor-parallel-size 4` (roles/vllm_serve/templates/vllm.service.j2:10:28) "
+            "<- vllm_tensor_parallel_size (roles/vllm_serve/defaults/main.yml:2:28)") in shown["mapped"]
+
+
+def _findings(node: Any) -> list[dict[str, Any]]:
+    """Every finding anywhere in explain's JSON (per deployment, engine and pair)."""
+    if isinstance(node, dict):
+        own = [node] if "rule" in node and "line" in node else []
+        return own + [f for value in node.values() for f in _findings(value)]
+    if isinstance(node, list):
+        return [f for item in node for f in _findings(item)]
+    return []

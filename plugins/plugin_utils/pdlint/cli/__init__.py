@@ -20,7 +20,7 @@ from ..load.preflight.layout import absolute_sources
 from ..load.model_files import Files
 from ..report import reporters as report
 from . import commands, pipe
-from .inputs import Unusable, inventory_for, load_options, prepare  # noqa: F401 - inventory_for: the hook's entry point
+from .inputs import Unusable, inventory_for, load_options, playbook_of, prepare, with_playbook  # noqa: F401 - inventory_for: the hook's entry point
 from .options import parser
 
 if TYPE_CHECKING:
@@ -67,12 +67,11 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         from ..launch.mapping import keep_names
 
         kept = keep_names(config.variables)
-    project = None
-    if config.playbook:
-        from ..playbook import apply as playbook
+    project = playbook_of(config)
+    if project is not None:
+        from ..playbook.apply import names_read
 
-        project = playbook.project_of(config.playbook)
-        kept |= playbook.names_read(project)
+        kept |= names_read(project)
     # reloading some hosts (incremental) reads pdlint's names only: with a mapping, the whole inventory is loaded
     reusable = entry is not None and static and args.loader == "fast" and not args.vault_password_file and not kept
     keep = None
@@ -95,10 +94,7 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         sys.stderr.write(f"pdlint: info: {text}\n")
     if not loaded:
         raise _NoHosts
-    if project is not None:
-        launched = playbook.apply(loaded, project)
-        loaded = launched.hosts
-        notes.extend(launched.findings)
+    loaded = with_playbook(loaded, project, notes)
     # the rules and the vllm layer, imported only when a run is not answered from the cache
     from ..engine import core as engine
 

@@ -37,20 +37,31 @@ def model(args: argparse.Namespace) -> Explanation | int:
     """The explain model of every inventory named, or exit code 2 after saying why there is none."""
     from ..load.model_files import Files
     from ..launch.mapping import keep_names
-    from .inputs import Unusable, load_group, prepare
+    from ..load.errors import LoadError
+    from .inputs import Unusable, load_group, playbook_of, prepare, with_playbook
 
     try:
         config, groups = prepare(args, "pdlint explain")
     except Unusable as exc:
         sys.stderr.write(f"pdlint: error: {exc}\n")
         return 2
+    try:
+        project = playbook_of(config)
+    except LoadError as exc:
+        sys.stderr.write(report.text([exc.finding]))
+        return 2
+    kept = keep_names(config.variables)
+    if project is not None:
+        from ..playbook.apply import names_read
+
+        kept |= names_read(project)
     parts = []
     for sources in groups:
         notes: list[Finding] = []
-        loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(report.text(found)),
-                            keep_names(config.variables))
+        loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(report.text(found)), kept)
         if loaded is None:
             return 2
+        loaded = with_playbook(loaded, project, notes)
         result = engine.lint(loaded, config, Files.of(sources))
         found = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
         shown = compute(result.topology, found, loaded, args.all_pairs)

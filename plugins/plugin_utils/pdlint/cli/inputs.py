@@ -105,6 +105,26 @@ def load_group(args: argparse.Namespace, sources: list[str], notes: list[Finding
     return loaded
 
 
+def playbook_of(config: Config) -> Any:
+    """The playbook the run reads (playbook/project.py Project), None without one. Raises LoadError (exit 2)."""
+    if not config.playbook:
+        return None
+    from ..playbook import apply as playbook
+
+    return playbook.project_of(config.playbook)
+
+
+def with_playbook(loaded: list[HostVars], project: Any, notes: list[Finding]) -> list[HostVars]:
+    """The hosts as the playbook launches them (unchanged without one); its findings join notes."""
+    if project is None:
+        return loaded
+    from ..playbook import apply as playbook
+
+    launched = playbook.apply(loaded, project)
+    notes.extend(launched.findings)
+    return launched.hosts
+
+
 class Unusable(Exception):
     """The run cannot start: the config file or the inventories named are unusable (the message says why)."""
 

@@ -150,5 +150,5 @@ def render(expl: Explanation, colour: bool = False) -> str:
     if expl.findings:
         out += ["findings outside any deployment", *_findings(expl.findings, colour, 2)]
     if expl.mapped:  # where a value the config file's `variables:` mapping set came from
-        out += ["values from the config file's variables:", *(f"  {line}" for line in expl.mapped)]
+        out += ["values from the config file's variables: or the playbook:", *(f"  {line}" for line in expl.mapped)]
     return "\n".join(out).rstrip("\n") + "\n"

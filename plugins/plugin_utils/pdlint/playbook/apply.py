@@ -126,7 +126,21 @@ def _with_line(hv: HostVars, found: Scope, variables: Mapping[str, Any], line: u
         values[ARGS] = [w.text for w in line.words]
         origins[(ARGS,)] = origins[(ARGS, KEY)] = line.start
         origins.update({(ARGS, i): w.origin for i, w in enumerate(line.words)})
-    return dataclasses.replace(hv, values=values, origins=origins, secrets=frozenset(), notes={})
+    notes = {} if line is None else _chain(line)
+    return dataclasses.replace(hv, values=values, origins=origins, secrets=frozenset(), notes=notes)
+
+
+def _chain(line: unit.Line) -> dict[Path, str]:
+    """Where each value a variable gave the launch line came from: the template's line <- the variable <- where it
+    was set (explain lists them)."""
+    notes: dict[Path, str] = {}
+    for index, word in enumerate(line.words):
+        if word.variable is None:
+            continue
+        before = line.words[index - 1].text if index else ""
+        shown = f"{before} {word.text}" if before.startswith("-") and "=" not in before else word.text
+        notes[(ARGS, index)] = f"launch line `{shown}` ({word.via}) <- {word.variable} ({word.origin})"
+    return notes
 
 
 def _plain(variables: Mapping[str, Any], name: str) -> Any:

@@ -25,6 +25,8 @@ class Word:
     text: str
     origin: Origin
     from_variable: bool  # set by a variable (not the template's own text)
+    variable: str | None = None  # the one variable that gave the whole word
+    via: Origin | None = None  # then: where the template reads it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +95,7 @@ class _Tracer:
         expression = self.rendered.expressions[used[0]]
         names = sorted(expression.names)
         if len(set(used)) == 1 and len(names) == 1 and names[0] in self.origins:
-            return Word(text, self.origins[names[0]], True)
+            return Word(text, self.origins[names[0]], True, names[0], expression.origin)
         return Word(text, expression.origin, True)
 
     def _index(self, offset: int) -> int:
