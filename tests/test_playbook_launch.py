@@ -239,3 +239,57 @@ def test_config_file_names_the_playbook(tmp_path: Path, monkeypatch: pytest.Monk
     assert code == 1
     assert {(f["rule"], where(f)) for f in found} >= {("tp-ratio[moriio]", line_of(tmp, "deploy/site.yml", "6"))}
 
+
+
+def _two_on_one_host(tmp: Path, second_port: Any = None, loop: bool = False) -> Path:
+    """One node running a prefill and a decode engine of the same role: as two role entries, or as a loop."""
+    # `port` on a role entry is the connection's port to ansible-core, never a param: the role reads api_port
+    unit = UNIT.replace("{{ port }}", "{{ api_port }}").replace("{{ vllm_pd_role }}", "{{ side }}").replace(
+        "# the engine", "Environment=VLLM_NIXL_SIDE_CHANNEL_PORT={{ side_port }}")
+    params = [{"role": "vllm", "side": "prefill", "unit_name": "vllm-prefill", "gpus": "0,1,2,3", "side_port": 5600},
+              {"role": "vllm", "side": "decode", "unit_name": "vllm-decode", "gpus": "4,5,6,7", "side_port": 5700}]
+    if second_port is not None:
+        params[1]["api_port"] = second_port
+    site = [{"hosts": "node", "roles": params}]
+    tasks = ("- name: unit\n  ansible.builtin.template:\n    src: vllm.service.j2\n"
+             "    dest: /etc/systemd/system/{{ unit_name }}.service\n")
+    extra = {"roles/vllm/tasks/main.yml": tasks}
+    if loop:
+        site = [{"hosts": "node", "roles": ["vllm"]}]
+        unit = unit.replace("{{ side }}", "{{ engine.side }}").replace("{{ gpus }}", "{{ engine.gpus }}").replace(
+            "{{ side_port }}", "{{ engine.side_port }}")
+        extra["roles/vllm/tasks/main.yml"] = tasks.replace("{{ unit_name }}", "vllm-{{ engine.side }}") + \
+            "  loop: \"{{ engines }}\"\n  loop_control: {loop_var: engine}\n"
+    tmp = project(tmp, site=site, unit=unit.replace("{% if kv is defined %}", "{% if side is defined %}"),
+                  extra=extra, defaults={"vllm_pd_role": "{{ side | default(engine.side) }}",
+                                         "kv": {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
+                                         "engines": [{"side": "prefill", "gpus": "0,1,2,3", "side_port": 5600},
+                                                     {"side": "decode", "gpus": "4,5,6,7", "side_port": 5700}],
+                                         "side": "{{ engine.side }}", "api_port": 8000} if loop else {
+                                             "vllm_pd_role": "{{ side }}", "api_port": 8000,
+                                             "kv": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}})
+    (tmp / "inventory" / "hosts.yml").write_text(yaml.safe_dump(
+        {"all": {"children": {"node": {"hosts": {"n1": {"ansible_host": "10.0.0.9"}}}}}}), encoding="utf-8")
+    for side in ("prefill", "decode"):
+        (tmp / "inventory" / "group_vars" / f"{side}.yml").unlink()
+    return tmp
+
+
+@pytest.mark.parametrize("loop", [False, True])
+def test_role_default_port_collides_at_the_default(loop: bool, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two engines on one host (the role twice with other params, or one task looping) both take the role default's
+    port: the collision is at the default's line."""
+    tmp = _two_on_one_host(tmp_path, loop=loop)
+    _code, found = run(tmp, monkeypatch)
+    ports = [f for f in found if f["rule"] == "port[collision]"]
+    assert len(ports) == 1, found
+    assert "8000" in ports[0]["message"]
+    file, line, col = line_of(tmp, "roles/vllm/defaults/main.yml", "api_port: 8000").split(":")
+    assert where(ports[0]) == f"{file}:{line}:{int(col) + len('api_port: ')}"
+
+
+def test_two_engines_on_their_own_ports_are_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp = _two_on_one_host(tmp_path, second_port=8100)
+    code, found = run(tmp, monkeypatch)
+    assert (code, [f for f in found if f["severity"] == "error"]) == (0, []), found

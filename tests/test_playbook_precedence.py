@@ -21,6 +21,7 @@ from conftest import write_tree
 from pdlint.load import select
 from pdlint.load.preflight import safety
 from pdlint.playbook import apply as playbook
+from pdlint.playbook.engines import plain
 from pdlint.playbook.patterns import matcher
 from pdlint.playbook.variables import magic, scope
 
@@ -94,5 +95,5 @@ def test_every_pair_of_layers_as_ansible_playbook(tmp_path: Path, monkeypatch: p
         role = roles[role_name]
         found = scope(hosts[host], play, role)
         variables = {**found.values, **magic(hosts[host], play, role, {})}
-        got = {n: playbook._plain(variables, n) if n in variables else "UNSET" for n in names}
+        got = {n: plain(variables, variables[n]) if n in variables else "UNSET" for n in names}
         assert got == values, (host, role_name, {n: (got[n], values[n]) for n in names if got[n] != values[n]})

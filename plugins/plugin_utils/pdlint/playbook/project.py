@@ -40,6 +40,9 @@ class Launch:
     module: str
     source: str  # absolute path of the template
     origin: Origin
+    dest: Any  # the file it writes (a template over the task's variables): one engine per file
+    loop: Any = None  # `loop:` / `with_items:` (a list, or a template that renders to one)
+    loop_var: str = "item"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +136,10 @@ def _launches(loader: Any, role_path: str) -> tuple[Launch, ...]:
             args = task.get(module)
             if isinstance(args, Mapping) and isinstance(args.get("src"), str):
                 source = os.path.join(role_path, "templates", str(args["src"]))
-                found.append(Launch("template", source, origin_of(task) or Origin(display_path(tasks_file))))
+                control = task.get("loop_control")
+                loop_var = control.get("loop_var", "item") if isinstance(control, Mapping) else "item"
+                found.append(Launch("template", source, origin_of(task) or Origin(display_path(tasks_file)),
+                                    args.get("dest"), task.get("loop", task.get("with_items")), str(loop_var)))
     return tuple(found)
 
 

@@ -1,0 +1,180 @@
+"""The engines one launch task starts on one host: its template rendered with the host's variables in that task's
+scope, once per `loop:` item, each engine the contract's variables with the rendered line as `vllm_args`.
+
+The line is the engine: the scope's vLLM argument variables (`vllm_tensor_parallel_size`, `vllm_env`, ...) are what
+the template may or may not pass, so only the line's words say them; the contract's other variables (the deployment,
+the side, the release, the node) come from the same scope with Ansible's precedence, a play var over the inventory.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ..contract import VARIABLES
+from ..finding import Finding, Origin
+from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant
+from ..paths import display_path
+from ..vllm import releases
+from ..vllm.arguments.args import arguments
+from . import render, unit
+from .project import Launch, Play, Role
+from .variables import Scope, magic, scope
+
+ARGS = "vllm_args"
+CONTRACT = tuple(f"vllm_{v.name}" for v in VARIABLES)
+# what the launch line decides besides vLLM's arguments: pdlint's own spellings of the engine
+_LINE_DECIDES = frozenset(("vllm_args", "vllm_env", "vllm_instances", "vllm_launcher"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    """One engine: its contract variables (vllm_* names), their origins, where its values came from, and the file
+    its unit is written to (a second task writing the same file replaces it)."""
+
+    values: Mapping[str, Any]
+    origins: Mapping[Path, Origin]
+    notes: Mapping[Path, str]
+    dest: str
+
+
+def read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def unresolved(hv: HostVars, origin: Origin, message: str) -> Finding:
+    return Finding(origin, "unresolved", "warning", message,
+                   "define the variables the template reads, or set a literal value", (hv.host,))
+
+
+def started(hv: HostVars, play: Play, role: Role, launch: Launch,
+            groups: Mapping[str, list[str]]) -> tuple[list[Engine], list[Finding]]:
+    """The engines launch starts on hv (none: its template writes no ExecStart=), and what stood in the way."""
+    found = scope(hv, play, role)
+    variables = {**found.values, **magic(hv, play, role, groups)}
+    source = read_text(launch.source)
+    if source is None:
+        return [], [unresolved(hv, launch.origin, f"template {display_path(launch.source)} cannot be read")]
+    items: list[Any] = [None]
+    if launch.loop is not None:
+        looped = plain(variables, launch.loop)
+        if not isinstance(looped, list):
+            why = looped.reason if isinstance(looped, Unresolved) else f"it is a {type(looped).__name__}"
+            return [], [unresolved(hv, launch.origin, f"the launch task's loop cannot be rendered statically ({why}); "
+                                   "its engines are not checked")]
+        items = looped
+    engines: list[Engine] = []
+    problems: list[Finding] = []
+    for index, item in enumerate(items):
+        here = variables if launch.loop is None else {**variables, launch.loop_var: item}
+        dest = plain(here, launch.dest)
+        where = dest if isinstance(dest, str) else f"{launch.origin}#{index}"
+        engine, more = _one(hv, found, here, launch, source, where)
+        problems += more
+        if engine is not None:
+            engines.append(engine)
+    return engines, problems
+
+
+def _one(hv: HostVars, found: Scope, variables: Mapping[str, Any], launch: Launch, source: str,
+         dest: str) -> tuple[Engine | None, list[Finding]]:
+    rendered = render.render(launch.source, source, variables)
+    if isinstance(rendered, Unresolved):
+        why = _lacking(found, rendered.reason, source)
+        return _engine(hv, found, variables, None, launch.origin, dest), [
+            unresolved(hv, launch.origin, f"the launch template {display_path(launch.source)} cannot be rendered "
+                       f"statically ({why}); rules that need the engine's arguments are skipped")]
+    try:
+        line = unit.read(rendered, source, found.origins)
+    except unit.Unreadable as exc:
+        return _engine(hv, found, variables, None, launch.origin, dest), [
+            Finding(exc.origin, "vllm-args[invalid]", "error", f"ExecStart=: {exc}: systemd would not run this "
+                    "command line", "close the quote, or drop the trailing backslash", (hv.host,))]
+    if line is None:
+        return None, []
+    return _engine(hv, found, variables, line, launch.origin, dest), []
+
+
+def _lacking(found: Scope, reason: str, source: str) -> str:
+    """The reason, naming an inventory value the template reads that the loader could not render."""
+    broken = sorted(n for n in render.names_read(source) if n in found.unresolved)
+    if broken:
+        return "; ".join(f"{n} cannot be rendered: {found.unresolved[n].reason}" for n in broken)
+    return reason
+
+
+def _decided_by_line(name: str, release: releases.Release) -> bool:
+    return name in _LINE_DECIDES or (name.startswith("vllm_") and name[5:] in arguments(release))
+
+
+def _engine(hv: HostVars, found: Scope, variables: Mapping[str, Any], line: unit.Line | None, task: Origin,
+            dest: str) -> Engine:
+    release = releases.of_version(plain(variables, variables.get("vllm_version")))
+    values: dict[str, Any] = {}
+    origins: dict[Path, Origin] = {}
+    for name in found.values.keys() | found.unresolved.keys():
+        if not is_relevant(name) or _decided_by_line(name, release):
+            continue
+        if name in hv.values and found.origins.get(name) == hv.origin(name):  # the loader's value, its inner origins
+            values[name] = hv.values[name]
+            origins.update({p: o for p, o in hv.origins.items() if p[:1] == (name,)})
+            continue
+        values[name] = plain(variables, variables[name])
+        origins[(name,)] = origins[(name, KEY)] = found.origins[name]
+    if line is None:  # the engine's arguments are unknown, never vLLM's defaults: the rules that need them skip it
+        for name in CONTRACT:
+            if name[5:] in arguments(release) and name not in values:
+                values[name] = Unresolved("the launch template cannot be rendered", reported=True)
+                origins[(name,)] = task
+        return Engine(values, origins, {}, dest)
+    values[ARGS] = [w.text for w in line.words]
+    origins[(ARGS,)] = origins[(ARGS, KEY)] = line.start
+    origins.update({(ARGS, i): w.origin for i, w in enumerate(line.words)})
+    return Engine(values, origins, _chain(line), dest)
+
+
+def _chain(line: unit.Line) -> dict[Path, str]:
+    """Where each value a variable gave the launch line came from: the template's line <- the variable <- where it
+    was set (explain lists them)."""
+    notes: dict[Path, str] = {}
+    for index, word in enumerate(line.words):
+        if word.variable is None:
+            continue
+        before = line.words[index - 1].text if index else ""
+        shown = f"{before} {word.text}" if before.startswith("-") and "=" not in before else word.text
+        notes[(ARGS, index)] = f"launch line `{shown}` ({word.via}) <- {word.variable} ({word.origin})"
+    return notes
+
+
+def plain(variables: Mapping[str, Any], value: Any) -> Any:
+    """value as the task sees it (its templates rendered over variables, ansible-core's tags dropped), or
+    Unresolved."""
+    if isinstance(value, str):
+        try:
+            value = render.templar(variables).template(value)
+        except Exception as exc:  # noqa: BLE001 - a value that fails to render is data, never a crash
+            from ..load.reference.errors import message_of
+
+            return Unresolved(message_of(exc))
+    return _untagged(value)
+
+
+def _untagged(value: Any) -> Any:
+    """ansible-core's tagged values as plain Python (the rules compare types)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _untagged(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_untagged(v) for v in value]
+    return value
