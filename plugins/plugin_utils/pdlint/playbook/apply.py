@@ -7,7 +7,7 @@ reaches keep their inventory reading.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
@@ -31,9 +31,11 @@ def names_read(project: Project) -> frozenset[str]:
     """The variables the launch templates and the plays' values read: the loaders keep them beside pdlint's."""
     found: set[str] = set()
     for launch in _all_launches(project):
-        text = read_text(launch.source)
+        text = read_text(launch.source) if launch.module == "template" else None
         if text is not None:
             found |= render.names_read(text)
+        for value in _strings((launch.args, launch.dest, launch.loop)):
+            found |= render.names_read(value)
     for play in project.plays:
         for role in play.roles:
             for layer in (play.vars, *play.vars_files, role.defaults, role.vars, role.entry_vars, role.params):
@@ -41,6 +43,17 @@ def names_read(project: Project) -> frozenset[str]:
                     if isinstance(value, str):
                         found |= render.names_read(value)
     return frozenset(found)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside value (a task's arguments)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, (list, tuple)):
+        return [s for item in value for s in _strings(item)]
+    return []
 
 
 def _all_launches(project: Project) -> list[Launch]:

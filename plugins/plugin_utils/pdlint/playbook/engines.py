@@ -17,7 +17,7 @@ from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant
 from ..paths import display_path
 from ..vllm import releases
 from ..vllm.arguments.args import arguments
-from . import render, unit
+from . import render, task_line, unit
 from .project import Launch, Play, Role
 from .variables import Scope, magic, scope
 
@@ -82,6 +82,8 @@ def started(hv: HostVars, play: Play, role: Role, launch: Launch,
 
 def _one(hv: HostVars, found: Scope, variables: Mapping[str, Any], launch: Launch, source: str,
          dest: str) -> tuple[Engine | None, list[Finding]]:
+    if launch.module != "template":
+        return _task(hv, found, variables, launch, dest)
     rendered = render.render(launch.source, source, variables)
     if isinstance(rendered, Unresolved):
         why = _lacking(found, rendered.reason, source)
@@ -94,6 +96,24 @@ def _one(hv: HostVars, found: Scope, variables: Mapping[str, Any], launch: Launc
         return _engine(hv, found, variables, None, launch.origin, dest), [
             Finding(exc.origin, "vllm-args[invalid]", "error", f"ExecStart=: {exc}: systemd would not run this "
                     "command line", "close the quote, or drop the trailing backslash", (hv.host,))]
+    if line is None:
+        return None, []
+    return _engine(hv, found, variables, line, launch.origin, dest), []
+
+
+def _task(hv: HostVars, found: Scope, variables: Mapping[str, Any], launch: Launch,
+          dest: str) -> tuple[Engine | None, list[Finding]]:
+    """A container's or a command task's own line."""
+    try:
+        line = task_line.read(launch, variables, found.origins)
+    except unit.Unreadable as exc:
+        return _engine(hv, found, variables, None, launch.origin, dest), [
+            Finding(exc.origin, "vllm-args[invalid]", "error", f"{launch.module}: {exc}: a shell would not run this "
+                    "command line", "close the quote, or drop the trailing backslash", (hv.host,))]
+    if isinstance(line, Unresolved):
+        return _engine(hv, found, variables, None, launch.origin, dest), [
+            unresolved(hv, launch.origin, f"the {launch.module} task's launch line cannot be rendered statically "
+                       f"({line.reason}); rules that need the engine's arguments are skipped")]
     if line is None:
         return None, []
     return _engine(hv, found, variables, line, launch.origin, dest), []

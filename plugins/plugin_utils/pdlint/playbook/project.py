@@ -18,6 +18,10 @@ from ..paths import display_path
 
 # The task modules whose content is a launch line, by how it is read (template: a systemd unit rendered per host)
 TEMPLATE_MODULES = ("template", "ansible.builtin.template", "ansible.legacy.template")
+CONTAINERS = ("community.docker.docker_container", "docker_container", "containers.podman.podman_container",
+              "podman_container")
+COMMANDS = ("ansible.builtin.command", "ansible.legacy.command", "command", "ansible.builtin.shell",
+            "ansible.legacy.shell", "shell")
 _ROLE_KEYS = frozenset(("role", "name", "vars", "when", "tags", "become", "become_user", "become_method",
                         "environment", "delegate_to", "ignore_errors", "any_errors_fatal", "collections",
                         "connection", "remote_user", "port", "no_log", "run_once", "check_mode", "diff",
@@ -43,6 +47,7 @@ class Launch:
     dest: Any  # the file it writes (a template over the task's variables): one engine per file
     loop: Any = None  # `loop:` / `with_items:` (a list, or a template that renders to one)
     loop_var: str = "item"
+    args: Any = None  # the task's arguments (a container's command:, a command task's line), templates unrendered
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,14 +137,20 @@ def _launches(loader: Any, role_path: str) -> tuple[Launch, ...]:
     for task in tasks if isinstance(tasks, list) else []:
         if not isinstance(task, Mapping):
             continue
+        origin = origin_of(task) or Origin(display_path(tasks_file))
+        control = task.get("loop_control")
+        loop_var = str(control.get("loop_var", "item")) if isinstance(control, Mapping) else "item"
+        loop = task.get("loop", task.get("with_items"))
         for module in TEMPLATE_MODULES:
             args = task.get(module)
             if isinstance(args, Mapping) and isinstance(args.get("src"), str):
                 source = os.path.join(role_path, "templates", str(args["src"]))
-                control = task.get("loop_control")
-                loop_var = control.get("loop_var", "item") if isinstance(control, Mapping) else "item"
-                found.append(Launch("template", source, origin_of(task) or Origin(display_path(tasks_file)),
-                                    args.get("dest"), task.get("loop", task.get("with_items")), str(loop_var)))
+                found.append(Launch("template", source, origin, args.get("dest"), loop, loop_var))
+        for module in (*CONTAINERS, *COMMANDS):
+            args = task.get(module)
+            if args is not None:
+                dest = args.get("name") if module in CONTAINERS and isinstance(args, Mapping) else None
+                found.append(Launch(module, tasks_file, origin, dest, loop, loop_var, args))
     return tuple(found)
 
 
@@ -195,4 +206,5 @@ def read(playbook: str) -> Project:
     loader = _loader()
     plays = tuple(_plays(loader, playbook, ()))
     templates = tuple(sorted({launch.source for play in plays for role in play.roles for launch in role.launches}))
+    # the files read for launch lines: templates, and the tasks files of container and command tasks
     return Project(playbook, plays, templates)

@@ -113,6 +113,24 @@ def render(path: str, source: str, variables: Mapping[str, Any]) -> Rendered | U
     return _traced(str(out), expressions, display_path(path))
 
 
+def render_value(text: str, origin: Origin, variables: Mapping[str, Any]) -> Rendered | Unresolved:
+    """A task argument's string rendered over variables, traced as render() traces a file; its expressions are at
+    the scalar's origin (YAML gives no column inside a folded scalar)."""
+    from ansible.template import trust_as_template
+
+    from ..load.reference.errors import message_of
+
+    marked_text, expressions = marked(text, origin.file)
+    try:
+        out = templar(variables).template(trust_as_template(marked_text), escape_backslashes=False)
+    except Exception as exc:  # noqa: BLE001 - a value that fails to render is data, never a crash
+        return Unresolved(message_of(exc))
+    if not isinstance(out, str):
+        return Unresolved(f"renders to a {type(out).__name__}, not text")
+    at = tuple(dataclasses.replace(e, origin=origin) for e in expressions)
+    return _traced(str(out), at, origin.file)
+
+
 def _traced(out: str, expressions: Sequence[Expression], template: str) -> Rendered:
     chars: list[str] = []
     source: list[int] = []

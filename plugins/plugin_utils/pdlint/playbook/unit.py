@@ -8,6 +8,8 @@ Each word keeps where it came from (render.py): the variable that set it, else t
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import os
 import re
 from collections.abc import Mapping
 
@@ -70,14 +72,14 @@ def _logical(text: str) -> list[tuple[str, list[int]]]:
     return out
 
 
-class _Tracer:
+class Tracer:
     """Origins of rendered text: a variable's where the output came from one, else found in the template's text."""
 
-    def __init__(self, rendered: Rendered, source: str, origins: Mapping[str, Origin]) -> None:
+    def __init__(self, rendered: Rendered, source: str, origins: Mapping[str, Origin], cursor: int = 0) -> None:
         self.rendered = rendered
-        self.source = source
+        self.source = source  # the text the literal words are looked for in (the template, the task's file)
         self.origins = origins
-        self.cursor = 0
+        self.cursor = cursor
 
     def word(self, text: str, raw: str, offsets: list[int]) -> Word:
         """The word text, written raw (quotes and all) at offsets of the rendered text."""
@@ -113,7 +115,7 @@ class _Tracer:
         return Origin(self.rendered.template, line, index - (self.source.rfind("\n", 0, index) + 1) + 1)
 
 
-def _split(value: str, offsets: list[int], tracer: _Tracer, origin: Origin) -> list[Word]:
+def split(value: str, offsets: list[int], tracer: Tracer, origin: Origin) -> list[Word]:
     try:
         found = list(words(value))
     except SplitError as exc:
@@ -126,7 +128,16 @@ def _split(value: str, offsets: list[int], tracer: _Tracer, origin: Origin) -> l
     return out
 
 
-def _with_values(found: list[Word]) -> list[Word]:
+def runs_vllm(found: list[Word]) -> bool:
+    """Whether the line starts vLLM (`vllm serve`, its api_server module, Dynamo's worker): another program's line
+    is no launch and says nothing."""
+    pairs = list(itertools.pairwise(w.text for w in found))
+    return any(os.path.basename(t) == "vllm" and after == "serve" for t, after in pairs) or any(
+        before == "-m" and (t.startswith("vllm.entrypoints") or t.split(".")[:2] == ["dynamo", "vllm"])
+        for before, t in pairs)
+
+
+def with_values(found: list[Word]) -> list[Word]:
     """A flag whose value a variable sets stands for that variable: the value decided (the rules report a value at
     its flag)."""
     out = list(found)
@@ -140,7 +151,7 @@ def _with_values(found: list[Word]) -> list[Word]:
 
 def read(rendered: Rendered, source: str, origins: Mapping[str, Origin]) -> Line | None:
     """The unit's engine, or None when it has no ExecStart= (then it starts nothing pdlint reads)."""
-    tracer = _Tracer(rendered, source, origins)
+    tracer = Tracer(rendered, source, origins)
     env: list[Word] = []
     command: list[Word] | None = None
     start = Origin(rendered.template)
@@ -151,12 +162,12 @@ def read(rendered: Rendered, source: str, origins: Mapping[str, Origin]) -> Line
         value, value_offsets = text[match.end():], offsets[match.end():]
         where = tracer.word(match.group(1), match.group(1), offsets[match.start(1):match.end(1)]).origin
         if match.group(1) == "Environment":
-            env += _split(value, value_offsets, tracer, where)
+            env += split(value, value_offsets, tracer, where)
             continue
         bare = value.lstrip(_PREFIXES)
         skipped = len(value) - len(bare)
         if bare.strip():  # an empty ExecStart= resets the list: the last one given is what runs
-            command, start = _split(bare, value_offsets[skipped:], tracer, where), where
-    if command is None:
+            command, start = split(bare, value_offsets[skipped:], tracer, where), where
+    if command is None or not runs_vllm(command):
         return None
-    return Line(tuple(env + _with_values(command)), start)
+    return Line(tuple(env + with_values(command)), start)
