@@ -293,3 +293,17 @@ def test_two_engines_on_their_own_ports_are_clean(tmp_path: Path, monkeypatch: p
     tmp = _two_on_one_host(tmp_path, second_port=8100)
     code, found = run(tmp, monkeypatch)
     assert (code, [f for f in found if f["severity"] == "error"]) == (0, []), found
+
+
+@pytest.mark.parametrize("pattern", ["decode[0]", "all[0:1]", "prefill,decode[-1]"])
+def test_pattern_by_inventory_order_is_unresolved(pattern: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subscript selects by the inventory's order: the play is not read, and that is said at the play."""
+    site = [{"hosts": "prefill", "roles": ["vllm"]}, {"hosts": pattern, "vars": {"tp": 6}, "roles": ["vllm"]}]
+    tmp = project(tmp_path, site=site)
+    _code, found = run(tmp, monkeypatch)
+    said = [f for f in found if f["rule"] == "unresolved"]
+    assert [(f["message"], where(f)) for f in said] == [
+        (f"hosts: {pattern} selects hosts by their order in the inventory, which pdlint does not model: the play is "
+         "not read", line_of(tmp, "site.yml", "hosts: " + pattern))]
+    assert not [f for f in found if f["rule"].startswith("tp")]

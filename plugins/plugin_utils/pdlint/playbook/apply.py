@@ -7,14 +7,16 @@ reaches keep their inventory reading.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
 from ..hostvars import KEY, HostVars, Path, Unresolved
 from ..load.errors import LoadError, load_error
+from ..load.notes.pd_look import takes_part
+from ..paths import display_path
 from . import patterns, render
-from .engines import ARGS, Engine, read_text, started
+from .engines import ARGS, Engine, read_text, started, strings
 from .project import Launch, Play, PlaybookError, Project, Role, read
 
 INSTANCES = "vllm_instances"
@@ -34,7 +36,7 @@ def names_read(project: Project) -> frozenset[str]:
         text = read_text(launch.source) if launch.module == "template" else None
         if text is not None:
             found |= render.names_read(text)
-        for value in _strings((launch.args, launch.dest, launch.loop)):
+        for value in strings((launch.args, launch.dest, launch.loop)):
             found |= render.names_read(value)
     for play in project.plays:
         for role in play.roles:
@@ -43,17 +45,6 @@ def names_read(project: Project) -> frozenset[str]:
                     if isinstance(value, str):
                         found |= render.names_read(value)
     return frozenset(found)
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string inside value (a task's arguments)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, (list, tuple)):
-        return [s for item in value for s in _strings(item)]
-    return []
 
 
 def _all_launches(project: Project) -> list[Launch]:
@@ -77,14 +68,21 @@ def apply(hosts: Sequence[HostVars], project: Project) -> Applied:
         for group in hv.groups:
             groups.setdefault(group, []).append(hv.host)
     reached: dict[str, list[tuple[Play, Role, Launch]]] = {}
+    findings: list[Finding] = []
+    targeted: set[str] = set()
     for play in project.plays:
+        if patterns.ordered(play.hosts):
+            findings.append(Finding(play.origin, "unresolved", "warning", f"hosts: {play.hosts} selects hosts by "
+                                    "their order in the inventory, which pdlint does not model: the play is not read",
+                                    "name the hosts or groups the play runs on", ()))
+            continue
         chosen = select(play.hosts)
+        targeted |= chosen
         for role in play.roles:
             for launch in role.launches:
                 for name in chosen:
                     reached.setdefault(name, []).append((play, role, launch))
     out: list[HostVars] = []
-    findings: list[Finding] = []
     for hv in hosts:
         by_file: dict[str, Engine] = {}  # a later task writing the same unit file replaces it: that one runs
         for play, role, launch in reached.get(hv.host, []):
@@ -94,6 +92,14 @@ def apply(hosts: Sequence[HostVars], project: Project) -> Applied:
                 by_file.pop(engine.dest, None)
                 by_file[engine.dest] = engine
         out.append(_host(hv, list(by_file.values())) if by_file else hv)
+    silent = sorted(hv.host for hv, done in zip(hosts, out) if done is hv and hv.host in targeted and takes_part(hv))
+    if silent:  # never a silent pass: the inventory's reading stands for them, and the user should know
+        findings.append(Finding(Origin(display_path(project.playbook)), "unresolved", "warning",
+                                f"the playbook's plays run on {len(silent)} P/D host(s) but start vLLM on none of "
+                                "them in a way pdlint reads: their inventory variables are checked instead",
+                                "pdlint reads a role task's template of a systemd unit (ExecStart=), "
+                                "docker_container/podman_container command:, and command/shell tasks",
+                                tuple(silent)))
     return Applied(out, _merged(findings), project.templates)
 
 
@@ -102,13 +108,14 @@ def _host(hv: HostVars, engines: list[Engine]) -> HostVars:
     from the first engine's variables (the host's), under the item's names (no vllm_ prefix)."""
     first = engines[0]
     if len(engines) == 1:
-        return dataclasses.replace(hv, values=dict(first.values), origins=dict(first.origins), secrets=frozenset(),
+        return dataclasses.replace(hv, values=dict(first.values), origins=dict(first.origins), secrets=first.secrets,
                                    notes=dict(first.notes))
     shared = {k: v for k, v in first.values.items() if k != ARGS and not isinstance(v, Unresolved)
               and all(e.values.get(k) == v for e in engines)}
     values: dict[str, Any] = dict(shared)
     origins: dict[Path, Origin] = {p: o for p, o in first.origins.items() if p[0] in shared}
     notes: dict[Path, str] = {}
+    secrets: set[Path] = {p for p in first.secrets if p[0] in shared}
     items: list[dict[str, Any]] = []
     for index, engine in enumerate(engines):
         item = {k[5:]: v for k, v in engine.values.items() if k not in shared}
@@ -119,9 +126,10 @@ def _host(hv: HostVars, engines: list[Engine]) -> HostVars:
             if path[0] not in shared and isinstance(path[0], str):
                 origins[(*at, path[0][5:], *path[1:])] = origin
         notes.update({(*at, str(p[0])[5:], *p[1:]): n for p, n in engine.notes.items()})
+        secrets |= {(*at, str(p[0])[5:], *p[1:]) for p in engine.secrets if p[0] not in shared}
     values[INSTANCES] = items
     origins[(INSTANCES,)] = origins[(INSTANCES, KEY)] = origins[(INSTANCES, 0)]
-    return dataclasses.replace(hv, values=values, origins=origins, secrets=frozenset(), notes=notes)
+    return dataclasses.replace(hv, values=values, origins=origins, secrets=frozenset(secrets), notes=notes)
 
 
 def _merged(findings: list[Finding]) -> list[Finding]:

@@ -36,6 +36,7 @@ class Engine:
     origins: Mapping[Path, Origin]
     notes: Mapping[Path, str]
     dest: str
+    secrets: frozenset[Path] = frozenset()  # vault-decrypted values, and a line that reads one: never printed
 
 
 def read_text(path: str) -> str | None:
@@ -69,6 +70,9 @@ def started(hv: HostVars, play: Play, role: Role, launch: Launch,
         items = looped
     engines: list[Engine] = []
     problems: list[Finding] = []
+    vaulted = {p[0] for p in hv.secrets}
+    reads = render.names_read(source) if launch.module == "template" else frozenset(
+        n for text in strings(launch.args) for n in render.names_read(text))
     for index, item in enumerate(items):
         here = variables if launch.loop is None else {**variables, launch.loop_var: item}
         dest = plain(here, launch.dest)
@@ -76,8 +80,21 @@ def started(hv: HostVars, play: Play, role: Role, launch: Launch,
         engine, more = _one(hv, found, here, launch, source, where)
         problems += more
         if engine is not None:
-            engines.append(engine)
+            kept = {p for p in hv.secrets if p[0] in engine.values and engine.origins.get(p[:1]) == hv.origin(p[0])}
+            line = {(ARGS,)} if reads & vaulted and ARGS in engine.values else set()
+            engines.append(dataclasses.replace(engine, secrets=frozenset(kept | line)))
     return engines, problems
+
+
+def strings(value: Any) -> list[str]:
+    """Every string inside value (a task's arguments)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for item in value.values() for s in strings(item)]
+    if isinstance(value, (list, tuple)):
+        return [s for item in value for s in strings(item)]
+    return []
 
 
 def _one(hv: HostVars, found: Scope, variables: Mapping[str, Any], launch: Launch, source: str,

@@ -38,3 +38,9 @@ def matcher(hosts: Sequence[HostVars]) -> Callable[[str], frozenset[str]]:
         return found
 
     return select
+
+
+def ordered(pattern: str) -> bool:
+    """A pattern with a subscript (`webservers[0]`, `all[1:3]`): it selects by the inventory's order."""
+    return any("[" in part and not part.lstrip("!&").startswith("~")
+               for part in pattern.replace(",", ":").split(":"))
