@@ -32,6 +32,8 @@ from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.notes 
 )
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import tagged
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.model_files import Files
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.errors import LoadError
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.playbook import apply as playbook
 
 _KEYS = ("type", "elements", "choices", "default", "required")
 # The argument spec is the module's DOCUMENTATION, written once.
@@ -80,8 +82,19 @@ class ActionModule(ActionBase):
         except ConfigError as exc:
             raise AnsibleActionFail(f"pdlint: {exc}") from None
         started = time.perf_counter()
+        project = None
+        playbook_file = args.get("playbook") or config.playbook
+        if playbook_file:
+            try:
+                project = playbook.project_of(playbook_file)
+            except LoadError as exc:
+                raise AnsibleActionFail(f"pdlint: {exc.finding.origin}: {exc.finding.message}") from None
         # what the config file's `variables:` mapping reads is kept beside pdlint's names, as the CLI keeps it
-        loaded = tagged.from_play(hostvars, hosts, keep_names(config.variables))
+        kept = keep_names(config.variables) | (playbook.names_read(project) if project is not None else frozenset())
+        loaded = tagged.from_play(hostvars, hosts, kept)
+        launched = playbook.apply(loaded, project) if project is not None else None
+        if launched is not None:  # the hosts as the playbook launches them, as the CLI's --playbook
+            loaded = launched.hosts
         sources = list(task_vars.get("ansible_inventory_sources") or [])
         # the model facts from the same config.json files the CLI reads, on the controller
         checked = engine.lint(loaded, config, Files.of([str(s) for s in sources]))
@@ -90,6 +103,8 @@ class ActionModule(ActionBase):
         if inventory is not None and loader is not None:  # the play's own inventory: the CLI's role conflicts
             files += roles.from_ansible(inventory, loader, sources, {hv.host: hv.values.get(roles.ROLE)
                                                                      for hv in loaded})
+        if launched is not None:
+            files += launched.findings
         found = sorted(with_notes(checked.settled(files), checked.findings, config))
         if args.get("explain_html"):  # the report of exactly what was checked, written even when the task fails
             try:

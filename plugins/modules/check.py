@@ -43,6 +43,12 @@ options:
         C(vllm_version) (as the CLI's C(--vllm-version)); default the newest release pdlint knows.
       - Accepts C(0.32.0), C(v0.32.0), C(0.32), C(0.32.0.post1), C(0.32.0+cpu); C(pdlint versions) lists the releases.
     type: str
+  playbook:
+    description:
+      - A playbook (C(site.yml)) whose plays and roles say what each host runs, read statically on the controller
+        as the CLI's C(--playbook) reads it (nothing runs); each launch line is rendered per host and linted as
+        the command line. Default the I(config) file's C(playbook), else none.
+    type: path
   explain_html:
     description:
       - Also write C(pdlint explain)'s HTML report of the checked hosts (engines, GPUs, rank maps, ports, the
