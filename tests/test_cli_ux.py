@@ -105,7 +105,8 @@ def test_lsp_help_needs_no_pygls(monkeypatch: pytest.MonkeyPatch, capsys: pytest
 
 
 # A value for each option's metavar (a new metavar fails the test below until it gets one here).
-VALUES = {"SOURCE": "hosts.yml", "FILE": "pdlint.yaml", "RULES": "tp", "BYTES": "8M", "RELEASE": "0.32.0"}
+VALUES = {"SOURCE": "hosts.yml", "FILE": "pdlint.yaml", "RULES": "tp", "BYTES": "8M", "RELEASE": "0.32.0",
+          "PLAYBOOK": "site.yml"}
 
 
 def _values(action: argparse.Action, explain_action: argparse.Action) -> list[str]:
@@ -127,7 +128,8 @@ def test_explain_takes_every_option_of_the_lint(tmp_path: Path, monkeypatch: pyt
     from pdlint.cli.explain import _parser as explain_parser
     from pdlint.cli.options import parser
 
-    monkeypatch.chdir(write_tree(tmp_path, {**INVENTORY, "pdlint.yaml": "select: [tp]\n"}))
+    monkeypatch.chdir(write_tree(tmp_path, {**INVENTORY, "pdlint.yaml": "select: [tp]\n",
+                                            "site.yml": "- hosts: all\n  gather_facts: false\n"}))
     lint, explain = _options(parser()), _options(explain_parser())
     assert set(lint) <= set(explain), set(lint) - set(explain)
     for flag, action in lint.items():

@@ -38,8 +38,9 @@ def _project(tmp: Path) -> list[str]:
             if f"_{layer}_" in f"_{name[2:]}_":
                 layers[layer][name] = layer
     layers["defaults_a"]["lazy_source"] = "from defaults"
+    layers["defaults_b"]["split"] = "first file"  # role_b's defaults are a main/ folder: the later file wins
     layers["play_vars"]["lazy"] = "{{ lazy_source }} via the play"  # rendered where it is read
-    names += ["lazy"]
+    names += ["lazy", "split"]
     shown = "{{ {'__role': role_name, " + ", ".join(f"'{n}': {n} | default('UNSET')" for n in names) + "} | to_json }}"
     debug = yaml.safe_dump([{"ansible.builtin.debug": {"msg": shown}}])
 
@@ -57,7 +58,9 @@ def _project(tmp: Path) -> list[str]:
         "vf.yml": yaml.safe_dump(layers["vars_files"]),
         "site.yml": yaml.safe_dump(site),
         **{f"roles/role_{r}/{kind}/main.yml": yaml.safe_dump(layers[f"{kind}_{r}"])
-           for r in "ab" for kind in ("defaults", "vars")},
+           for r in "ab" for kind in ("defaults", "vars") if (r, kind) != ("b", "defaults")},
+        "roles/role_b/defaults/main/10-all.yml": yaml.safe_dump(layers["defaults_b"]),
+        "roles/role_b/defaults/main/20-later.yml": yaml.safe_dump({"split": "later file"}),
         **{f"roles/role_{r}/tasks/main.yml": debug for r in "ab"},
     })
     return names

@@ -80,7 +80,7 @@ def loading(ap: argparse.ArgumentParser) -> None:
     """What is read and how: pdlint and pdlint explain load an inventory with the same options (cli/inputs.py)."""
     ap.add_argument("-i", "--inventory", action="append", default=[], metavar="SOURCE",
                     help="inventory source, as in Ansible (repeatable; together they form one inventory)")
-    ap.add_argument("--playbook", metavar="FILE",
+    ap.add_argument("--playbook", metavar="PLAYBOOK",
                     help="the playbook whose plays and roles launch vLLM (read statically: nothing runs); its "
                          "launch templates are rendered per host and linted as the command line (default: the "
                          "config's `playbook`)")

@@ -115,10 +115,20 @@ def _main_file(folder: str) -> str | None:
 
 
 def _role_vars(loader: Any, folder: str, what: str) -> Mapping[str, Any]:
+    """defaults/ or vars/ of a role: main.yml, or a main/ folder whose files merge in name order (as ansible-core's
+    Role._load_role_yaml reads a directory)."""
     path = _main_file(folder)
-    if path is None:
+    if path is not None:
+        return _mapping(_load(loader, path, what), Origin(display_path(path)), what)
+    directory = os.path.join(folder, "main")
+    if not os.path.isdir(directory):
         return {}
-    return _mapping(_load(loader, path, what), Origin(display_path(path)), what)
+    merged: dict[str, Any] = {}
+    for name in sorted(os.listdir(directory)):
+        full = os.path.join(directory, name)
+        if os.path.isfile(full) and (name.endswith((".yml", ".yaml", ".json")) or "." not in name):
+            merged.update(_mapping(_load(loader, full, what), Origin(display_path(full)), what))
+    return merged
 
 
 def _role_path(name: str, directory: str, origin: Origin) -> str:
