@@ -35,11 +35,13 @@ LAYOUT_IDS = {"pd-mismatch[kv-cache-layout]"}
 LAUNCH_IDS = {"vllm-args[invalid]", "vllm-args[conflict]"}
 # A kv_connector_extra_config key the connector never reads (a warning).
 EXTRA_KEY_IDS = {"connector[extra-key]"}
+# An engine's weights and KV cache against its GPU's memory.
+MEMORY_IDS = {"memory[gpu-type]", "memory[weights]", "memory[kv-cache]", "memory[margin]"}
 
 
 def test_registry_has_every_design_rule() -> None:
     assert set(REGISTRY) == (CATALOG_IDS | LOADER_IDS | RELEASE_IDS | OUT_OF_TREE_IDS | SHAPE_IDS | LAYOUT_IDS | VALUE_IDS
-                             | LAUNCH_IDS | EXTRA_KEY_IDS | {"inventory[no-pd-hosts]"})
+                             | LAUNCH_IDS | EXTRA_KEY_IDS | MEMORY_IDS | {"inventory[no-pd-hosts]"})
 
 
 def test_check_functions_are_distinct() -> None:
@@ -57,7 +59,8 @@ def test_rule_is_documented(rule_id: str) -> None:
 @pytest.mark.parametrize("rule_id", sorted(REGISTRY))
 def test_rule_has_a_test(rule_id: str) -> None:
     """Every rule id appears in a rule test table besides its docstring examples."""
-    text = "".join(p.read_text() for p in (ROOT / "tests").glob("test_rules_*.py"))
+    tests = [*(ROOT / "tests").glob("test_rules_*.py"), *(ROOT / "tests" / "rules").glob("*/test_*.py")]
+    text = "".join(p.read_text() for p in tests)
     assert f'"{rule_id}"' in text, f"no test table row names {rule_id}"
 
 

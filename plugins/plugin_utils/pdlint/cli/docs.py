@@ -13,7 +13,7 @@ SAME_IN_EVERY_RELEASE = frozenset((
     "inventory[no-pd-hosts]",
     "deployment[role-conflict]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
     "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]", "gpu[unused]", "multinode[shape]",
-    "multinode[nodes]", "multinode[dp-ranks]", "vllm-args[conflict]",
+    "multinode[nodes]", "multinode[dp-ranks]", "vllm-args[conflict]", "memory[gpu-type]",
 ))
 # Rules bound to connectors whose behaviour did not change while the connector existed (read in every release).
 SAME_WHILE_REGISTERED = {

@@ -41,7 +41,8 @@ def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[M
                        ssm=True if derived.kv_heads and {"mamba", "linear"} & set(kinds or ()) else
                        False if chunked.plain_llama4(data) else None,
                        sliding_window=derived.sliding_window, layers=model_layers.num_layers(data, release),
-                       layer_kinds=kinds, attention_chunk_size=chunked.chunk_size(data, release), source=source)
+                       layer_kinds=kinds, attention_chunk_size=chunked.chunk_size(data, release),
+                       head_size=derived.head_size, max_len=derived.max_len, source=source)
     return dataclasses.replace(found, where=facts.where(found, source)), None, derived.unknown
 
 
@@ -139,8 +140,8 @@ class Lookup:
 
 def _fill(found: ModelFacts, table: ModelFacts) -> ModelFacts:
     """found, with the facts it does not know (a config.json never says whether a model is hybrid) from table."""
-    missing = {n: getattr(table, n) for n in (*facts.FACTS, *facts.LAYER_FACTS)
-               if getattr(found, n) is None and getattr(table, n) is not None}
+    missing = {n: getattr(table, n) for n in (*facts.FACTS, *facts.LAYER_FACTS, *facts.MEMORY_FACTS)
+               if getattr(found, n) in (None, "") and getattr(table, n) not in (None, "")}
     if not missing or not found.where:
         return found
     where = (*found.where, *((n, s) for n, s in table.where if n in missing))

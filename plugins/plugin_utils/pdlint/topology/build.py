@@ -20,6 +20,7 @@ _FIELDS = {  # contract name -> Instance attribute
     "nnodes": "nnodes", "node_rank": "node_rank", "instance_id": "instance_id", "node": "node",
     "port": "port", "block_size": "block_size", "dtype": "dtype", "kv_cache_dtype": "kv_cache_dtype",
     "disable_hybrid_kv_cache_manager": "disable_hma", "host_gpu_count": "gpu_count", "launcher": "launcher",
+    "host_gpu_type": "gpu_type", "host_gpu_memory_gib": "gpu_memory_gib",
 }
 _FACTS = {
     "model_num_attention_heads": "heads", "model_num_kv_heads": "kv_heads", "model_is_mla": "mla",
@@ -124,6 +125,7 @@ def _instance(src: _Source, problems: list[Finding], models: facts.ModelLookup) 
             hosts=(hv.host,),
         ))
     _kv_fields(src, fields, origins, unresolved, problems)
+    _sizing(src, fields, origins, unresolved)
     _env(src, fields, origins, unresolved, problems)
     skip = hv.values.get("pdlint_skip")
     dp = fields.get("dp", 1)
@@ -159,6 +161,27 @@ def _bound_gpus(src: _Source, fields: dict[str, Any], origins: dict[str, Origin]
         fields.pop(attr, None)
         unresolved.add(name)
     fields["dp_local"] = 1
+
+
+# vLLM arguments (not contract variables: the schema checks them as the host's release parses them) that size the
+# engine's memory; the vllm layer reads them (vllm/model/memory.py)
+SIZING = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "max_num_batched_tokens",
+          "quantization")
+
+
+def _sizing(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unresolved: set[str]) -> None:
+    found: dict[str, Any] = {}
+    for name in SIZING:
+        value, origin = src.get(name)
+        if origin is None:
+            continue
+        origins[name] = origin
+        if isinstance(value, Unresolved):
+            unresolved.add(name)  # the schema and unresolved rules report it
+        elif value is not None:
+            found[name] = value
+    if found:
+        fields["sizing"] = found
 
 
 def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],

@@ -22,6 +22,10 @@ class ModelFacts:
     layers: int | None = None  # hidden layers (vLLM's total_num_hidden_layers)
     layer_kinds: tuple[str, ...] | None = None  # each layer's kind: full, sliding, chunked, mamba, linear, none
     attention_chunk_size: int | None = None  # ModelConfig.attention_chunk_size (vllm/model/chunked.py); None: not set
+    head_size: int | None = None  # ModelConfig.get_head_size (MLA: kv_lora_rank + qk_rope_head_dim)
+    max_len: int | None = None  # the config's length (max_model_len's default, a lower bound)
+    weight_bytes: int | None = None  # the checkpoint's weights, all ranks together
+    weight_source: str = ""  # where weight_bytes comes from
     source: str = ""  # where the facts came from, in words (one source, or each fact's)
     where: tuple[tuple[str, str], ...] = ()  # (attribute, where it came from) for each known fact
     looked: tuple[str, ...] = ()  # every place asked, in order (the model-facts warning lists them)
@@ -64,6 +68,11 @@ class Instance:
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     facts: ModelFacts = ModelFacts()
     gpu_count: int | None = None
+    gpu_type: str | None = None  # vllm_host_gpu_type as written (topology/gpus.py finds it)
+    gpu_memory_gib: float | None = None  # vllm_host_gpu_memory_gib
+    # the engine arguments the memory rules read (SIZING), as the inventory gives them: the vllm layer converts
+    # each as the host's release parses it (human-readable ints, `auto`)
+    sizing: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     skip: frozenset[str] = frozenset()
     origins: Mapping[str, Origin] = dataclasses.field(default_factory=dict)
     unresolved: frozenset[str] = frozenset()

@@ -53,6 +53,8 @@ class Derived:
     sliding_window: int | None = None
     layers: int | None = None
     model_type: str | None = None
+    head_size: int | None = None  # ModelConfig.get_head_size: what one KV head holds per token (MLA: the latent)
+    max_len: int | None = None  # the smallest of the config's length fields: max_model_len's default, at most
     error: str | None = None  # a config vLLM rejects when it loads it
     how: tuple[str, ...] = ()  # each fact: which field, which vLLM function
     unknown: str | None = None  # why pdlint cannot tell what vLLM reads (the facts stay unknown: a warning)
@@ -203,6 +205,43 @@ def sliding_window(text: _Config, release: Release) -> int | None:
     return window
 
 
+def head_size(text: _Config, release: Release, mla: bool, heads: int | None) -> int | None:
+    """ModelConfig.get_head_size (vllm/config.py 0.8.5 - 0.10.0, vllm/config/model.py 0.10.1 - 0.13.0,
+    ModelArchConfigConvertorBase.get_head_size 0.14.0 -), with MLA on (VLLM_MLA_DISABLE unset): kv_lora_rank +
+    qk_rope_head_dim; zamba2's attention_head_dim (to 0.13.0); head_dim; hidden_size_per_head; else
+    hidden_size // num_attention_heads. DeepSeek-V4's compressed layout is not modelled (None)."""
+    if mla:
+        if text.has("compress_ratios") or text.has("compress_rates"):
+            return None
+        return _sum_ints(text.get("kv_lora_rank"), text.get("qk_rope_head_dim", 0))
+    if text.get("model_type") == "zamba2" and release < R("0.14.0"):
+        return _int(text.get("attention_head_dim"))
+    dim = _int(text.get("head_dim"))
+    if dim:
+        return dim
+    dim = _int(text.get("hidden_size_per_head"))
+    if dim:
+        return dim
+    hidden = _int(text.get("hidden_size"))
+    return hidden // heads if hidden is not None and heads else None
+
+
+def _sum_ints(*values: Any) -> int | None:
+    ints = [_int(v) for v in values]
+    return None if any(v is None for v in ints) else sum(v for v in ints if v is not None)
+
+
+# _get_and_verify_max_len's possible_keys (vllm/config.py, vllm/config/model.py; every release): the smallest set one
+# bounds max_model_len's default. Rope scaling may raise it (not modelled: pdlint's figure is a lower bound).
+_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_sequence_length",
+                "max_seq_length", "seq_len")
+
+
+def max_len(text: _Config) -> int | None:
+    found = [n for n in (_int(text.get(k)) for k in _LENGTH_KEYS) if n]
+    return min(found) if found else None
+
+
 def derive(data: Mapping[str, Any], release: Release) -> Derived:
     """The facts release derives from config.json data."""
     if not isinstance(data, Mapping):
@@ -234,6 +273,8 @@ def derive(data: Mapping[str, Any], release: Release) -> Derived:
            f"KV heads: {prefix if '.' not in kv_field else ''}{kv_field}{note[kv_field]} ({span})",
            f"MLA: model_type {text.get('model_type')!r} and kv_lora_rank "
            f"({types.MLA_TYPES.step(release).source})")
-    return Derived(release, heads=heads, kv_heads=kv, mla=is_mla(text, release),
+    mla = is_mla(text, release)
+    return Derived(release, heads=heads, kv_heads=kv, mla=mla,
                    sliding_window=sliding_window(text, release), layers=_int(text.get("num_hidden_layers")),
-                   model_type=model_type, how=how)
+                   model_type=model_type, head_size=head_size(text, release, mla, heads), max_len=max_len(text),
+                   how=how)

@@ -1,0 +1,346 @@
+"""memory[*]: weights and one max_model_len sequence of KV cache against the GPU's memory, release by release."""
+from __future__ import annotations
+
+import ast
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vllm_source import lift, roots
+
+from pdlint.topology import gpus
+from pdlint.topology.types import Instance, ModelFacts
+from pdlint.vllm.model import memory, memory_text
+from pdlint.vllm.releases import KNOWN, R, Release
+
+GIB = 1 << 30
+LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"
+
+
+def _hosts(top: dict[str, Any], **hosts: dict[str, Any]) -> str:
+    lines = ["all:", f"  vars: {json.dumps(top)}", "  hosts:"]
+    lines += [f"    {name}: {json.dumps(own)}" for name, own in hosts.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _found(findings: list[Any], rule: str) -> list[Any]:
+    return [f for f in findings if f.rule == rule]
+
+
+def _at(hosts: str, line: int, key: str) -> tuple[int, int]:
+    """(line, column) of key's value on that line of hosts (1-based, as findings give them)."""
+    text = hosts.splitlines()[line - 1]
+    return line, text.index(f'"{key}": ') + len(f'"{key}": ') + 1
+
+
+# --- the GPU's memory --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("spelling", "name"), [
+    ("H100-SXM", "H100-SXM"), ("NVIDIA H100 80GB HBM3", "H100-SXM"), ("h100_sxm", "H100-SXM"),
+    ("NVIDIA A100-SXM4-40GB", "A100-40GB"), ("a100-80gb", "A100-80GB"), ("AMD Instinct MI300X", "MI300X"),
+    ("nvidia l40s", "L40S"), ("NVIDIA H100 NVL", "H100-NVL"), ("GB200", "GB200"),
+])
+def test_gpu_spellings(spelling: str, name: str) -> None:
+    found = gpus.find(spelling)
+    assert found is not None and found.name == name
+
+
+def test_every_gpu_cites_its_source() -> None:
+    for gpu in gpus.listing():
+        assert gpu.memory > 16 * GIB and gpu.kind and len(gpu.source) > 30, gpu
+
+
+@pytest.mark.parametrize(("written", "meant"), [
+    ("H100", "H100-SXM, H100-PCIe or H100-NVL"), ("A100", "A100-40GB or A100-80GB"), ("mi300", "MI300X"),
+    ("L40", "L40S"),
+])
+def test_unknown_gpu_type_says_which_was_meant(lint, written: str, meant: str) -> None:
+    hosts = _hosts({"vllm_pd_deployment": "chat"}, p1={"vllm_pd_role": "prefill"},
+                   d1={"vllm_pd_role": "decode", "vllm_host_gpu_type": written})
+    [hit] = _found(lint(hosts), "memory[gpu-type]")
+    assert hit.message == f"vllm_host_gpu_type {written!r} is not a GPU pdlint knows, so its memory is unknown"
+    assert hit.hint is not None and hit.hint.startswith(f"did you mean {meant}?")
+    assert (hit.origin.line, hit.origin.column) == _at(hosts, 5, "vllm_host_gpu_type") and hit.hosts == ("d1",)
+
+
+def test_memory_in_gib_wins_over_the_type(lint) -> None:
+    """160 GiB written on an H100 host: the 70B model's weights fit at TP 1, the KV cache for 8k tokens too."""
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": LLAMA70, "vllm_max_model_len": 8192},
+                   p1={"vllm_pd_role": "prefill", "vllm_host_gpu_type": "H100-SXM", "vllm_host_gpu_memory_gib": 160},
+                   d1={"vllm_pd_role": "decode", "vllm_host_gpu_type": "H100-SXM"})
+    assert [f.hosts for f in lint(hosts) if f.rule.startswith("memory")] == [("d1",)]
+
+
+# --- the rule, at the line ---------------------------------------------------------------------------------------
+
+
+def test_llama70_tp1_is_an_error_at_the_tp_line(lint) -> None:
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": LLAMA70, "vllm_host_gpu_type": "H100-SXM"},
+                   p1={"vllm_pd_role": "prefill", "vllm_tensor_parallel_size": 1},
+                   d1={"vllm_pd_role": "decode", "vllm_tensor_parallel_size": 4})
+    [hit] = [f for f in lint(hosts) if f.rule.startswith("memory")]
+    assert hit.rule == "memory[weights]" and hit.severity == "error" and hit.hosts == ("p1",)
+    assert hit.message.startswith(f"{LLAMA70}'s weights take 131.42 GiB per rank at TP 1 x PP 1, all of the "
+                                  "73.28 GiB a worker may use (79.65 GiB x gpu_memory_utilization 0.92): vLLM 0.33.0 "
+                                  'stops with "No available memory for the cache blocks.')
+    assert hit.hint is not None and hit.hint.startswith("use TP 2 (65.71 GiB of weights per rank)")
+    assert (hit.origin.line, hit.origin.column) == _at(hosts, 4, "vllm_tensor_parallel_size")
+
+
+@pytest.mark.parametrize(("version", "util", "said"), [
+    ("0.33.0", None, "To serve at least one request with the model's max seq len (131072), (20.0 GiB KV cache is "
+                     "needed, which is larger than the available KV cache memory (7.56 GiB). Based on the available "
+                     "memory, the estimated maximum model length is 49568. Try increasing"),
+    ("0.12.0", None, "To serve at least one request with the models's max seq len (131072), (20.00 GiB KV cache is "
+                     "needed, which is larger than the available KV cache memory (5.97 GiB). Based on the available "
+                     "memory, the estimated maximum model length is 39152. Try increasing"),
+    ("0.8.5", 0.95, "To serve at least one request with the models's max seq len (131072), (20.00 GiB KV cache is "
+                    "needed, which is larger than the available KV cache memory (9.96 GiB). Based on the available "
+                    "memory,  Try increasing"),
+])
+def test_llama70_tp2_long_context_names_the_length_that_fits(lint, version: str, util: float | None,
+                                                             said: str) -> None:
+    own: dict[str, Any] = {"vllm_pd_role": "decode", "vllm_tensor_parallel_size": 2, "vllm_max_model_len": 131072}
+    if util is not None:
+        own["vllm_gpu_memory_utilization"] = util
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": LLAMA70, "vllm_host_gpu_type": "H100-SXM",
+                    "vllm_version": version},
+                   p1={"vllm_pd_role": "prefill", "vllm_tensor_parallel_size": 4}, d1=own)
+    [hit] = [f for f in lint(hosts) if f.rule.startswith("memory")]
+    assert hit.rule == "memory[kv-cache]" and hit.hosts == ("d1",)
+    assert hit.message.startswith(f"vLLM {version} refuses to start: {said}")
+    longest = said.split("length is ")[1].split(".")[0] if "length is" in said else None
+    assert hit.hint is not None and (longest is None or hit.hint.startswith(f"set vllm_max_model_len to at most {longest}"))
+    assert (hit.origin.line, hit.origin.column) == _at(hosts, 5, "vllm_max_model_len")
+
+
+@pytest.mark.parametrize(("model", "gpu", "tp", "clean"), [
+    (LLAMA70, "H100-SXM", 4, True), (LLAMA70, "A100-80GB", 4, True), (LLAMA70, "L40S", 4, True), (LLAMA70, "L40S", 2, False),
+    ("meta-llama/Llama-3.1-8B-Instruct", "L4", 1, False), ("meta-llama/Llama-3.1-8B-Instruct", "L40S", 1, True),
+    ("Qwen/Qwen3-32B", "H200", 1, True), ("Qwen/Qwen3-32B", "L40S", 1, False),
+])
+def test_other_models_and_gpus(lint, model: str, gpu: str, tp: int, clean: bool) -> None:
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": model, "vllm_host_gpu_type": gpu,
+                    "vllm_tensor_parallel_size": tp, "vllm_max_model_len": 32768},
+                   p1={"vllm_pd_role": "prefill"}, d1={"vllm_pd_role": "decode"})
+    memory_hits = {f.rule for f in lint(hosts) if f.rule.startswith("memory")}
+    assert (not memory_hits) is clean, memory_hits
+    if not clean:
+        assert memory_hits <= {"memory[weights]", "memory[kv-cache]", "memory[margin]"}
+
+
+def test_margin_is_a_warning(lint) -> None:
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": LLAMA70, "vllm_host_gpu_type": "H100-SXM",
+                    "vllm_tensor_parallel_size": 2, "vllm_max_model_len": 32768, "vllm_gpu_memory_utilization": 0.9},
+                   p1={"vllm_pd_role": "prefill"}, d1={"vllm_pd_role": "decode"})
+    hits = _found(lint(hosts), "memory[margin]")
+    assert [h.hosts for h in hits] == [("d1", "p1")] and {h.severity for h in hits} == {"warning"}
+    assert "0.97 GiB is left of the 71.68 GiB a worker may use" in hits[0].message
+
+
+def test_unknown_gpu_memory_gives_nothing(lint) -> None:
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": LLAMA70}, p1={"vllm_pd_role": "prefill"},
+                   d1={"vllm_pd_role": "decode"})
+    assert not [f for f in lint(hosts) if f.rule.startswith("memory")]
+
+
+def test_fp8_kv_cache_halves_the_need() -> None:
+    base = Instance("h", None, "d", "decode", "h", "h", "0.33.0", model=LLAMA70, tp=2, gpu_type="H100-SXM",
+                    facts=_facts(), sizing={"max_model_len": 131072})
+    fp8 = Instance("h", None, "d", "decode", "h", "h", "0.33.0", model=LLAMA70, tp=2, gpu_type="H100-SXM",
+                   facts=_facts(), sizing={"max_model_len": 131072}, kv_cache_dtype="fp8")
+    one, other = memory.fit(base), memory.fit(fp8)
+    assert one is not None and other is not None and one.per_token == 2 * (other.per_token or 0) == 163840
+
+
+def _facts(**over: Any) -> ModelFacts:
+    from pdlint.topology import facts
+
+    return facts.known(LLAMA70) if not over else ModelFacts(**over)
+
+
+# --- vLLM's own code, release by release ------------------------------------------------------------------------
+
+ROOTS = roots(KNOWN)
+_SPECS = "vllm/v1/kv_cache_interface.py"
+
+
+class _Dtype:
+    """What get_dtype_size is asked about: a dtype of a known size."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+def _spec_class(root: Path, name: str) -> type:
+    """Release's spec class name, its methods and properties (and its bases') lifted, its fields' defaults kept."""
+    tree = ast.parse((root / _SPECS).read_text(encoding="utf-8"))
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    chain, current = [], classes[name]
+    while True:
+        chain.append(current)
+        bases = [b.id for b in current.bases if isinstance(b, ast.Name) and b.id in classes]
+        if not bases:
+            break
+        current = classes[bases[0]]
+    attrs: dict[str, Any] = {}
+    env = {"cdiv": lambda a, b: -(-a // b), "get_dtype_size": lambda d: d.size, "prod": math.prod,
+           "KVQuantMode": KVQuantMode}
+    for node in reversed(chain):
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                try:
+                    attrs[item.target.id] = ast.literal_eval(item.value) if item.value is not None else None
+                except ValueError:
+                    attrs[item.target.id] = None
+        wanted = {i.name for i in node.body if isinstance(i, ast.FunctionDef) and i.name not in ("__post_init__",)
+                  and not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in i.decorator_list)}
+        lifted = lift(root, _SPECS, wanted, klass=node.name, env=env)
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef) and item.name in wanted:
+                is_property = any(isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list)
+                attrs[item.name] = property(lifted[item.name]) if is_property else lifted[item.name]
+    return type(name, (), attrs)
+
+
+class _Mode:
+    """A KVQuantMode member (0.24.0 -): pdlint models the unquantized cache only."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Mode) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __getattr__(self, name: str) -> bool:
+        if name.startswith("is_"):
+            return self.name != "NONE" and name[3:].upper() in self.name
+        raise AttributeError(name)
+
+
+class _Modes(type):
+    def __getattr__(cls, name: str) -> _Mode:
+        return _Mode(name)
+
+
+class KVQuantMode(metaclass=_Modes):
+    NONE = _Mode("NONE")
+
+
+class _Config:
+    def __init__(self, length: int, batch: int) -> None:
+        # VllmConfig.max_in_flight_tokens (0.26.0 -): max_concurrent_batches x max_num_batched_tokens; one batch here,
+        # as pdlint counts it (two with async scheduling: pdlint's need is then a lower bound)
+        self.max_in_flight_tokens = batch
+        self.model_config = type("M", (), {"max_model_len": length})()
+        self.scheduler_config = type("S", (), {"max_num_batched_tokens": batch})()
+        self.parallel_config = type("P", (), {"decode_context_parallel_size": 1, "prefill_context_parallel_size": 1})()
+        self.cache_config = type("C", (), {"block_size": 16})()
+
+
+def _spec(root: Path, kind: str, block: int, heads: int, size: int, dtype: int, window: int | None,
+          mla: bool) -> Any:
+    name = {"full": "FullAttentionSpec", "sliding": "SlidingWindowSpec"}[kind]
+    if mla and (root / _SPECS).read_text().find("class MLAAttentionSpec") >= 0:
+        name = "MLAAttentionSpec"
+    spec = _spec_class(root, name)()
+    values = {"block_size": block, "num_kv_heads": heads, "head_size": size, "dtype": _Dtype(dtype), "use_mla": mla,
+              "sliding_window": window, "tokens_per_state": 1, "kv_quant_mode": KVQuantMode.NONE}
+    for key, value in values.items():
+        setattr(spec, key, value)
+    if name != "MLAAttentionSpec" and hasattr(spec, "head_size_v"):
+        spec.head_size_v = size  # AttentionSpec.__post_init__
+    return spec
+
+
+def _instance(release: Release, tp: int, length: int, facts: ModelFacts, **more: Any) -> Instance:
+    return Instance("h", None, "d", "decode", "h", "h", release.text, model="m", tp=tp, gpu_type="H100-SXM",
+                    facts=facts, sizing={"max_model_len": length, **more.pop("sizing", {})}, **more)
+
+
+_MODELS = {
+    "llama70": ModelFacts(heads=64, kv_heads=8, mla=False, ssm=False, layers=80, layer_kinds=("full",) * 80,
+                          head_size=128, weight_bytes=141107412992, max_len=131072),
+    "mla": ModelFacts(heads=128, kv_heads=128, mla=True, ssm=False, layers=61, layer_kinds=("full",) * 61,
+                      head_size=576, weight_bytes=300 * GIB, max_len=163840),
+}
+
+
+@pytest.mark.releases
+@pytest.mark.parametrize("release", KNOWN, ids=str)
+@pytest.mark.parametrize(("model", "tp", "length"), [("llama70", 2, 131072), ("llama70", 4, 65536),
+                                                     ("mla", 8, 163840)])
+def test_kv_need_is_the_release_spec_arithmetic(release: Release, model: str, tp: int, length: int) -> None:
+    root = ROOTS[release]
+    inst = _instance(release, tp, length, _MODELS[model])
+    found = memory.fit(inst)
+    assert found is not None and found.layers
+    facts = _MODELS[model]
+    heads = 1 if facts.mla else max(1, (facts.kv_heads or 0) // tp)
+    spec = _spec(root, "full", 16, heads, facts.head_size or 0, 2, None, bool(facts.mla))
+    theirs = spec.max_memory_usage_bytes(_Config(length, 2048)) * len(found.layers)
+    assert found.needed(length) == theirs
+
+
+@pytest.mark.releases
+@pytest.mark.parametrize("release", [r for r in KNOWN if r >= R("0.9.0")], ids=str)
+def test_sliding_layer_need_is_the_release_spec_arithmetic(release: Release) -> None:
+    root = ROOTS[release]
+    facts = ModelFacts(heads=32, kv_heads=8, mla=False, ssm=False, layers=2, layer_kinds=("sliding", "full"),
+                       sliding_window=4096, head_size=64, max_len=131072)
+    found = memory.fit(_instance(release, 1, 131072, facts, sizing={"max_num_batched_tokens": 8192}))
+    assert found is not None and found.layers
+    if dict(found.layers).get("sliding") is None:
+        pytest.skip("the hybrid KV cache manager is off in this release: both layers are full attention")
+    mine = found.needed(131072)
+    full = _spec(root, "full", 16, 8, 64, 2, None, False).max_memory_usage_bytes(_Config(131072, 8192))
+    sliding = _spec(root, "sliding", 16, 8, 64, 2, 4096, False).max_memory_usage_bytes(_Config(131072, 8192))
+    assert mine == full + sliding
+
+
+def _their_message(root: Path, release: Release, needed: int, available: int, length: int,
+                   estimate: int) -> str:
+    utils = "vllm/v1/core/kv_cache_planning.py" if release >= R("0.33.0") else "vllm/v1/core/kv_cache_utils.py"
+    env: dict[str, Any] = {"GiB_bytes": GIB, "format_gib": lambda b: f"{round(b / GIB, 2)}"}
+    if release >= R("0.14.0"):
+        check = lift(root, utils, {"_check_enough_kv_cache_memory"}, env=env)["_check_enough_kv_cache_memory"]
+        call = lambda: check(available, lambda: needed, length, lambda _a: estimate)  # noqa: E731
+    else:
+        spec = type("Spec", (), {"max_memory_usage_bytes": lambda self, cfg: needed})()
+        names = {"check_enough_kv_cache_memory"}
+        env["estimate_max_model_len"] = lambda *_a: estimate
+        env["max_memory_usage_bytes"] = lambda cfg, specs: sum(s.max_memory_usage_bytes(cfg) for s in specs)
+        check = lift(root, utils, names, env=env)["check_enough_kv_cache_memory"]
+        call = lambda: check(_Config(length, 2048), {"layer": spec}, available)  # noqa: E731
+    with pytest.raises(ValueError) as raised:
+        call()
+    return str(raised.value)
+
+
+@pytest.mark.releases
+@pytest.mark.parametrize("release", KNOWN, ids=str)
+@pytest.mark.parametrize(("needed", "available", "length", "estimate"), [
+    (20 * GIB, int(5.97 * GIB), 131072, 39104), (7 * GIB + 12345, 3 * GIB, 32768, 14000), (GIB, 1000, 8192, 0),
+])
+def test_message_is_the_release_own(release: Release, needed: int, available: int, length: int,
+                                    estimate: int) -> None:
+    theirs = _their_message(ROOTS[release], release, needed, available, length, estimate)
+    assert memory_text.not_enough(release, length, needed, available, estimate) == theirs
+
+
+@pytest.mark.releases
+@pytest.mark.parametrize("release", KNOWN, ids=str)
+def test_no_memory_message_is_the_release_own(release: Release) -> None:
+    theirs = _their_message(ROOTS[release], release, GIB, 0, 8192, 0)
+    assert memory_text.no_memory(release) == theirs
+
+
+def test_gpu_page_is_the_table() -> None:
+    page = Path(__file__).resolve().parents[3] / "docs" / "gpus.md"
+    assert page.read_text(encoding="utf-8") == gpus.markdown(), "regenerate docs/gpus.md from gpus.markdown()"
