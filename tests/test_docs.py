@@ -36,7 +36,8 @@ LAUNCH_IDS = {"vllm-args[invalid]", "vllm-args[conflict]"}
 # A kv_connector_extra_config key the connector never reads (a warning).
 EXTRA_KEY_IDS = {"connector[extra-key]"}
 # An engine's weights and KV cache against its GPU's memory.
-MEMORY_IDS = {"memory[gpu-type]", "memory[weights]", "memory[kv-cache]", "memory[margin]"}
+MEMORY_IDS = {"memory[gpu-type]", "memory[weights]", "memory[kv-cache]", "memory[margin]", "memory[max-model-len]",
+              "memory[kv-capacity]"}
 
 
 def test_registry_has_every_design_rule() -> None:

@@ -15,7 +15,7 @@ IDS = frozenset((
     "gpu[overlap]", "gpu[oversubscribed]", "gpu[unused]", "inventory[group-name]", "inventory[no-pd-hosts]", "inventory[unmatched-vars]",
     "kv-heads[moriio-replicated]", "kv-heads[nixl-prefill-replicated]", "kv-role[invalid]", "kv-role[missing]",
     "kv-role[moriio-explicit]", "kv-role[side]", "load-error", "memory[gpu-type]", "memory[kv-cache]",
-    "memory[margin]", "memory[weights]", "model-facts", "multinode[dp-ranks]",
+    "memory[kv-capacity]", "memory[margin]", "memory[max-model-len]", "memory[weights]", "model-facts", "multinode[dp-ranks]",
     "multinode[nodes]", "multinode[shape]", "nixl[side-channel-host]", "parallel[dp-local]", "parallel[dp-rank]",
     "parallel[nnodes]", "parallel[node-rank]",
     "pd-mismatch[block-size]", "pd-mismatch[dtype]", "pd-mismatch[hma]", "pd-mismatch[kv-cache-dtype]",

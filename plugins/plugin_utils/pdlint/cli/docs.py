@@ -14,6 +14,7 @@ SAME_IN_EVERY_RELEASE = frozenset((
     "deployment[role-conflict]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
     "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]", "gpu[unused]", "multinode[shape]",
     "multinode[nodes]", "multinode[dp-ranks]", "vllm-args[conflict]", "memory[gpu-type]",
+    "memory[max-model-len]",
 ))
 # Rules bound to connectors whose behaviour did not change while the connector existed (read in every release).
 SAME_WHILE_REGISTERED = {

@@ -171,6 +171,25 @@ def _layers(inst: Instance, release: Release) -> tuple[tuple[str, int], ...] | N
 
 
 @per_body
+def max_model_len(inst: Instance) -> tuple[int | None, str]:
+    """The engine's max_model_len and where it comes from: vllm_max_model_len, else the model's config length;
+    None for -1 / auto (0.14.0 -: vLLM fits it to the memory) or unknown."""
+    release = registry_release(inst)
+    length = _int(inst, "max_model_len", release)
+    if length is not None and length > 0:
+        return length, "vllm_max_model_len"
+    if inst.sizing.get("max_model_len") is not None or not inst.knows("max_model_len"):
+        return None, ""
+    return inst.facts.max_len, "the model's config" if inst.facts.max_len is not None else ""
+
+
+@per_body
+def batch(inst: Instance) -> int | None:
+    """vllm_max_num_batched_tokens as the release reads it; None when unset."""
+    return _int(inst, "max_num_batched_tokens", registry_release(inst))
+
+
+@per_body
 def fit(inst: Instance) -> Fit | None:
     """The engine's figures; None when the GPU's memory is unknown."""
     total, gpu_source = gpu_memory(inst)
@@ -183,11 +202,7 @@ def fit(inst: Instance) -> Fit | None:
     quantized = inst.sizing.get("quantization") not in (None, "", "None") or not inst.knows("quantization")
     if inst.facts.weight_bytes and not quantized and inst.dtype in ("auto", "half", "float16", "bfloat16"):
         weights = inst.facts.weight_bytes // (inst.tp * inst.pp)
-    length = _int(inst, "max_model_len", release)
-    len_source = "vllm_max_model_len"
-    if length is None or length <= 0:  # unset, or -1 / auto (0.14.0 -: vLLM fits it to the memory)
-        length = None if inst.sizing.get("max_model_len") is not None else inst.facts.max_len
-        len_source = "the model's config" if length is not None else ""
+    length, len_source = max_model_len(inst)
     layers = _layers(inst, release)
     per_token = None
     block = inst.block_size or DEFAULT_BLOCK

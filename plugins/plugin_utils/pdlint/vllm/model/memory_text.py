@@ -59,6 +59,7 @@ KV_BYTES: Timeline[bool] = history("memory[weights]", Timeline(
 history("memory[kv-cache]", UTILIZATION)
 history("memory[kv-cache]", KV_BYTES)
 history("memory[margin]", UTILIZATION)
+history("memory[kv-capacity]", UTILIZATION)
 
 
 def _gib(value: int, style: str) -> str:
