@@ -21,12 +21,10 @@ def _at(hosts: str, line: int, key: str) -> tuple[int, int]:
 @pytest.mark.parametrize(("model", "prefill", "decode", "said"), [
     ("meta-llama/Llama-3.1-8B-Instruct", 65536, 32768, "decode max_model_len 32768"),
     ("Qwen/Qwen3-8B", "64k", "16k", "decode max_model_len 16000"),  # human-readable ints, as vLLM reads them
-    ("Qwen/Qwen3-8B", None, 8192, "decode max_model_len 8192"),  # prefill unset: the model's config length
 ])
 def test_decode_shorter_than_prefill(lint, model: str, prefill: Any, decode: Any, said: str) -> None:
     p: dict[str, Any] = {"vllm_pd_role": "prefill"}
-    if prefill is not None:
-        p["vllm_max_model_len"] = prefill
+    p["vllm_max_model_len"] = prefill
     hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": model, "vllm_version": "0.20.0"}, p1=p,
                    d1={"vllm_pd_role": "decode", "vllm_max_model_len": decode})
     [hit] = [f for f in lint(hosts) if f.rule == "memory[max-model-len]"]
@@ -35,10 +33,12 @@ def test_decode_shorter_than_prefill(lint, model: str, prefill: Any, decode: Any
     assert hit.hosts == ("d1", "p1")
 
 
-@pytest.mark.parametrize(("prefill", "decode"), [(32768, 32768), (16384, 32768), ("auto", 8192)])
+@pytest.mark.parametrize(("prefill", "decode"), [(32768, 32768), (16384, 32768), ("auto", 8192), (None, 8192)])
 def test_decode_as_long_or_longer_is_clean(lint, prefill: Any, decode: Any) -> None:
-    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": "meta-llama/Llama-3.1-8B-Instruct"},
-                   p1={"vllm_pd_role": "prefill", "vllm_max_model_len": prefill},
+    p: dict[str, Any] = {"vllm_pd_role": "prefill"}
+    if prefill is not None:  # unset: the model's config length, not compared
+        p["vllm_max_model_len"] = prefill
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": "meta-llama/Llama-3.1-8B-Instruct"}, p1=p,
                    d1={"vllm_pd_role": "decode", "vllm_max_model_len": decode})
     assert not [f for f in lint(hosts) if f.rule == "memory[max-model-len]"]
 

@@ -344,3 +344,52 @@ def test_no_memory_message_is_the_release_own(release: Release) -> None:
 def test_gpu_page_is_the_table() -> None:
     page = Path(__file__).resolve().parents[3] / "docs" / "gpus.md"
     assert page.read_text(encoding="utf-8") == gpus.markdown(), "regenerate docs/gpus.md from gpus.markdown()"
+
+
+# --- explain and `pdlint models` show the figures ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html", "json"])
+def test_explain_shows_each_engine_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    from pdlint.cli import main
+
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": LLAMA70, "vllm_host_gpu_type": "H100-SXM"},
+                   p1={"vllm_pd_role": "prefill", "vllm_tensor_parallel_size": 4},
+                   d1={"vllm_pd_role": "decode", "vllm_tensor_parallel_size": 2, "vllm_max_model_len": 131072})
+    (tmp_path / "hosts.yml").write_text(hosts)
+    main(["explain", str(tmp_path / "hosts.yml"), "--format", fmt])
+    out = capsys.readouterr().out
+    if fmt == "json":
+        engines = {e["name"]: e["memory"] for d in json.loads(out)["deployments"] for e in d["engines"]}
+        assert engines["d1"] == {"gpu_gib": 79.65, "budget_gib": 73.28, "utilization": 0.92, "weights_gib": 65.71,
+                                 "kv_bytes_per_token": 163840, "kv_capacity_tokens": 49568,
+                                 "max_model_len": 131072, "fits_max_model_len": 49568}
+        assert engines["p1"]["kv_bytes_per_token"] == 81920 and engines["p1"]["weights_gib"] == 32.85
+    else:
+        flat = " ".join(out.split())
+        assert ("GPU 79.65 GiB x 0.92 = budget 73.28 GiB; weights 65.71 GiB per rank; KV 163,840 bytes per token "
+                "per rank; KV capacity 49,568 tokens; max_model_len 131,072, 49,568 fits") in flat
+
+
+def test_explain_json_has_no_memory_where_the_gpu_is_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pdlint.cli import main
+
+    (tmp_path / "hosts.yml").write_text(_hosts({"vllm_pd_deployment": "chat", "vllm_model": LLAMA70},
+                                               p1={"vllm_pd_role": "prefill"}, d1={"vllm_pd_role": "decode"}))
+    main(["explain", str(tmp_path / "hosts.yml"), "--format", "json"])
+    assert all("memory" not in e for d in json.loads(capsys.readouterr().out)["deployments"] for e in d["engines"])
+
+
+@pytest.mark.parametrize(("model", "weights", "kv"), [
+    (LLAMA70, "141,107,412,992 bytes (131.42 GiB;", "327,680 bytes per token at TP 1 in bf16 (K and V"),
+    ("meta-llama/Llama-3.1-8B-Instruct", "16,060,522,496 bytes", "131,072 bytes per token"),
+    ("deepseek-ai/DeepSeek-V3", "unknown", "70,272 bytes per token at TP 1 in bf16 (one MLA latent"),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "unknown", "unknown"),
+])
+def test_models_shows_weights_and_kv_per_token(capsys: pytest.CaptureFixture[str], model: str, weights: str,
+                                               kv: str) -> None:
+    from pdlint.cli import main
+
+    assert main(["models", model]) == 0
+    out = capsys.readouterr().out
+    assert f"  weights: {weights}" in out and f"  KV cache: {kv}" in out

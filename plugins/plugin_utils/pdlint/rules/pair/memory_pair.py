@@ -15,11 +15,12 @@ from ..base import Hit, hit, rule
 def max_len(topo: Topology) -> Iterator[Hit]:
     """The decode side's max_model_len is below the prefill side's: requests the prefill accepts fail on decode.
 
-    Each side checks a request's length against its own max_model_len
-    (unset: the model's config length). A prompt the prefill engine takes,
-    up to its limit, reaches a decode engine that rejects it or cannot
-    hold its KV cache. A max_model_len of -1 or auto (0.14.0 -) is not
-    compared.
+    Each side checks a request's length against its own max_model_len. A
+    prompt the prefill engine takes, up to its limit, reaches a decode
+    engine that rejects it or cannot hold its KV cache. Only values both
+    sides set are compared: an unset side's limit is the model's config
+    length, which the router in front usually caps; -1 or auto (0.14.0 -)
+    is not compared.
 
     PASS:
 
@@ -44,10 +45,9 @@ def max_len(topo: Topology) -> Iterator[Hit]:
         length, engine = longest
         for decode in dep.decode:
             own, source = max_model_len(decode.lead)
-            if own is not None and own < length:
-                said = "" if source == "vllm_max_model_len" else f" ({source}'s)"
+            if own is not None and source == "vllm_max_model_len" and own < length:
                 yield hit(decode, ("max_model_len", "model"),
-                          f"decode max_model_len {own}{said} is below prefill {engine.lead.label}'s {length}: "
+                          f"decode max_model_len {own} is below prefill {engine.lead.label}'s {length}: "
                           f"requests of {own + 1} - {length} tokens pass the prefill and fail on the decode",
                           f"set vllm_max_model_len: {length} on the decode side, or lower the prefill's to {own}",
                           also=(engine,))
@@ -56,8 +56,8 @@ def max_len(topo: Topology) -> Iterator[Hit]:
 def _longest_prefill(dep: Deployment) -> tuple[int, Engine] | None:
     best: tuple[int, Engine] | None = None
     for engine in dep.prefill:
-        length, _source = max_model_len(engine.lead)
-        if length is not None and (best is None or length > best[0]):
+        length, source = max_model_len(engine.lead)
+        if length is not None and source == "vllm_max_model_len" and (best is None or length > best[0]):
             best = (length, engine)
     return best
 

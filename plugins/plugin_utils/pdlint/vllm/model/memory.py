@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...topology import gpus
-from ...topology.types import Instance, per_body
+from ...topology.types import Instance, ModelFacts, per_body
 from ..arguments.types import human_readable_int
 from ..connectors.registry import release as registry_release
 from ..releases import Release
@@ -168,6 +168,17 @@ def _layers(inst: Instance, release: Release) -> tuple[tuple[str, int], ...] | N
     page = (1 if facts.mla else 2) * (inst.block_size or DEFAULT_BLOCK) * heads * size * dtype
     worst = max(held, key=lambda stage: sum(kind != "none" for kind in stage))
     return tuple((kind if apart else "full", page) for kind in worst if kind != "none")
+
+
+def kv_bytes_per_token(facts: ModelFacts, tp: int = 1, dtype: int = 2) -> int | None:
+    """The whole model's KV bytes for one token on one rank (every attention layer as full attention); None for
+    Mamba or linear-attention layers, or unknown facts."""
+    kinds = facts.layer_kinds or (("full",) * facts.layers if facts.layers and facts.ssm is False else None)
+    if kinds is None or not facts.head_size or facts.kv_heads is None or facts.mla is None \
+            or {"mamba", "linear"} & set(kinds):
+        return None
+    heads = 1 if facts.mla else max(1, facts.kv_heads // tp)
+    return sum(kind != "none" for kind in kinds) * (1 if facts.mla else 2) * heads * facts.head_size * dtype
 
 
 @per_body
