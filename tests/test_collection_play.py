@@ -73,7 +73,8 @@ def test_role_finds_the_seed_mistake_inside_a_command_line(collections: Path, tm
                                        "tests/fixtures/schema/bad", "tests/fixtures/schema/good",
                                        "tests/hostile/cases/vault-value/hosts.yml",
                                        "tests/hostile/cases/duplicate-keys/hosts.yml",
-                                       "tests/hostile/cases/invalid-group-name/hosts.yml", "tests/fixtures/newcomer"])
+                                       "tests/hostile/cases/invalid-group-name/hosts.yml", "tests/fixtures/newcomer",
+                                       "tests/fixtures/memory"])
 def test_cli_and_play_agree(collections: Path, tmp_path: Path, inventory: str) -> None:
     playbook = CHECK_TO_JSON + """\
     - ansible.builtin.copy:
