@@ -393,3 +393,50 @@ def test_models_shows_weights_and_kv_per_token(capsys: pytest.CaptureFixture[str
     assert main(["models", model]) == 0
     out = capsys.readouterr().out
     assert f"  weights: {weights}" in out and f"  KV cache: {kv}" in out
+
+
+@pytest.mark.parametrize(("more", "checked"), [
+    ({}, True), ({"vllm_enable_expert_parallel": True, "vllm_data_parallel_size": 8}, False),
+    ({"vllm_quantization": "fp8"}, False), ({"vllm_dtype": "float32"}, False),
+])
+def test_weights_not_checked_where_the_share_is_not_weights_over_tp_pp(lint, more: dict[str, Any],
+                                                                      checked: bool) -> None:
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": "Qwen/Qwen3-235B-A22B", "vllm_host_gpu_type": "H200",
+                    "vllm_tensor_parallel_size": 2, **more},
+                   p1={"vllm_pd_role": "prefill"}, d1={"vllm_pd_role": "decode"})
+    assert bool(_found(lint(hosts), "memory[weights]")) is checked
+
+
+@pytest.mark.parametrize(("total", "error"), [(141107412992, False), (60 * GIB, False), (200 * GIB, True),
+                                              (None, False)])
+def test_weights_from_the_safetensors_index_beside_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               total: int, error: bool) -> None:
+    """A model directory's config.json and model.safetensors.index.json: the index's metadata.total_size is the
+    weights (the model table's lower bound is not used), divided by TP."""
+    model = tmp_path / "llama70"
+    model.mkdir()
+    config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 8192,
+              "num_attention_heads": 64, "num_key_value_heads": 8, "num_hidden_layers": 80,
+              "intermediate_size": 28672, "vocab_size": 128256, "max_position_embeddings": 8192,
+              "torch_dtype": "bfloat16"}
+    (model / "config.json").write_text(json.dumps(config))
+    if total is not None:  # else the parameter count of config.json: 141,107,412,992 bytes, 65.71 GiB at TP 2
+        (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
+                                                                        "weight_map": {}}))
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": str(model), "vllm_host_gpu_type": "H100-SXM",
+                    "vllm_tensor_parallel_size": 2}, p1={"vllm_pd_role": "prefill"},
+                   d1={"vllm_pd_role": "decode", "vllm_tensor_parallel_size": 1})
+    from pdlint.cli import main
+
+    (tmp_path / "hosts.yml").write_text(hosts)
+    main([str(tmp_path / "hosts.yml"), "--format", "json"])
+    hits = [f for f in json.loads(capsys.readouterr().out) if f["rule"].startswith("memory")]
+    on_p1 = [f for f in hits if f["hosts"] == ["p1"]]
+    assert bool([f for f in on_p1 if f["rule"] == "memory[weights]"]) is error, hits
+    if error:
+        assert f"weights take {(total or 0) / 2 / GIB:.2f} GiB per rank at TP 2" in on_p1[0]["message"]
+    else:
+        assert not on_p1
+    # d1 at TP 1: the index's weights (or the parameter count's) against one GPU
+    assert bool([f for f in hits if f["hosts"] == ["d1"] and f["rule"] == "memory[weights]"]) is \
+        ((total or 141107412992) > 73 * GIB)

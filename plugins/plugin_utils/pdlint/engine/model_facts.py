@@ -20,7 +20,7 @@ from ..load.model_files import Files
 from ..paths import display
 from ..topology import facts
 from ..topology.types import ModelFacts
-from ..vllm.model import chunked, config as model_config, layers as model_layers
+from ..vllm.model import chunked, config as model_config, layers as model_layers, weights
 from ..vllm.releases import Release, of_version
 
 if TYPE_CHECKING:  # a config with a `models:` table imports it
@@ -123,6 +123,14 @@ class Lookup:
             self._problem(read.path, read.error or "not a JSON object")
             return ModelFacts()
         derived, error, unknown = from_config(read.config, read.path, release)
+        size, index = model_files.weight_bytes(Path(read.path))
+        self.files[index] = None  # the run cache stats it: an index downloaded later changes the answer
+        if size is not None and error is None:
+            derived = dataclasses.replace(derived, weight_bytes=size, weight_source=f"{index} metadata.total_size")
+        elif error is None and weights.weight_bytes(read.config) is not None:  # no index: the parameter count
+            derived = dataclasses.replace(derived, weight_bytes=weights.weight_bytes(read.config),
+                                          weight_source=f"the parameter count of {read.path} (a lower bound; no "
+                                                        f"{model_files.INDEX} beside it)")
         if error is not None:
             self._problem(read.path, error)
         if unknown is not None:  # the warning says why the file it found did not tell

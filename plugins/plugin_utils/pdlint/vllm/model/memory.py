@@ -211,7 +211,11 @@ def fit(inst: Instance) -> Fit | None:
     kv_set = _int(inst, "kv_cache_memory_bytes", release) if memory_text.KV_BYTES.at(release) else None
     weights = None
     quantized = inst.sizing.get("quantization") not in (None, "", "None") or not inst.knows("quantization")
-    if inst.facts.weight_bytes and not quantized and inst.dtype in ("auto", "half", "float16", "bfloat16"):
+    # expert parallelism spreads the experts over TP x DP ranks (FusedMoE's ep_size), not TP: weights / (TP x PP)
+    # would overstate a rank's share, so the weights stay unknown
+    experts = inst.sizing.get("enable_expert_parallel") not in (None, False) or not inst.knows("enable_expert_parallel")
+    if inst.facts.weight_bytes and not quantized and not experts and inst.dtype in ("auto", "half", "float16",
+                                                                                    "bfloat16"):
         weights = inst.facts.weight_bytes // (inst.tp * inst.pp)
     length, len_source = max_model_len(inst)
     layers = _layers(inst, release)
