@@ -58,9 +58,9 @@ def _gpu_type(inst: Instance) -> tuple[tuple[str, str], ...]:
 def weights(topo: Topology) -> Iterator[Hit]:
     """An engine's share of the model's weights leaves nothing for the KV cache on its GPU.
 
-    Each worker may use `GPU memory x gpu_memory_utilization` (v1/worker/
-    gpu_worker.py init_device; the default is 0.9, 0.92 from 0.20.0) and
-    holds the weights / (TP x PP). When they take all of it, vLLM stops with
+    Each worker may use `GPU memory x gpu_memory_utilization`
+    (v1/worker/gpu_worker.py init_device; the default is 0.9, 0.92 from
+    0.20.0) and holds the weights / (TP x PP). When they take all of it, vLLM stops with
     "No available memory for the cache blocks" (or runs out of memory while
     loading them); with --kv-cache-memory-bytes the weights and that cache
     must fit the GPU. The weights are the model table's (a lower bound from
