@@ -1,13 +1,13 @@
 """memory[*]: weights and one max_model_len sequence of KV cache against the GPU's memory, release by release."""
 from __future__ import annotations
 
-import ast
+import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_vllm_memory import Config as _Config, spec as _spec
 from vllm_source import lift, roots
 
 from pdlint.topology import gpus
@@ -165,98 +165,6 @@ def _facts(**over: Any) -> ModelFacts:
 # --- vLLM's own code, release by release ------------------------------------------------------------------------
 
 ROOTS = roots(KNOWN)
-_SPECS = "vllm/v1/kv_cache_interface.py"
-
-
-class _Dtype:
-    """What get_dtype_size is asked about: a dtype of a known size."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-
-
-def _spec_class(root: Path, name: str) -> type:
-    """Release's spec class name, its methods and properties (and its bases') lifted, its fields' defaults kept."""
-    tree = ast.parse((root / _SPECS).read_text(encoding="utf-8"))
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    chain, current = [], classes[name]
-    while True:
-        chain.append(current)
-        bases = [b.id for b in current.bases if isinstance(b, ast.Name) and b.id in classes]
-        if not bases:
-            break
-        current = classes[bases[0]]
-    attrs: dict[str, Any] = {}
-    env = {"cdiv": lambda a, b: -(-a // b), "get_dtype_size": lambda d: d.size, "prod": math.prod,
-           "KVQuantMode": KVQuantMode}
-    for node in reversed(chain):
-        for item in node.body:
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                try:
-                    attrs[item.target.id] = ast.literal_eval(item.value) if item.value is not None else None
-                except ValueError:
-                    attrs[item.target.id] = None
-        wanted = {i.name for i in node.body if isinstance(i, ast.FunctionDef) and i.name not in ("__post_init__",)
-                  and not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in i.decorator_list)}
-        lifted = lift(root, _SPECS, wanted, klass=node.name, env=env)
-        for item in node.body:
-            if isinstance(item, ast.FunctionDef) and item.name in wanted:
-                is_property = any(isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list)
-                attrs[item.name] = property(lifted[item.name]) if is_property else lifted[item.name]
-    return type(name, (), attrs)
-
-
-class _Mode:
-    """A KVQuantMode member (0.24.0 -): pdlint models the unquantized cache only."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Mode) and other.name == self.name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-    def __getattr__(self, name: str) -> bool:
-        if name.startswith("is_"):
-            return self.name != "NONE" and name[3:].upper() in self.name
-        raise AttributeError(name)
-
-
-class _Modes(type):
-    def __getattr__(cls, name: str) -> _Mode:
-        return _Mode(name)
-
-
-class KVQuantMode(metaclass=_Modes):
-    NONE = _Mode("NONE")
-
-
-class _Config:
-    def __init__(self, length: int, batch: int) -> None:
-        # VllmConfig.max_in_flight_tokens (0.26.0 -): max_concurrent_batches x max_num_batched_tokens; one batch here,
-        # as pdlint counts it (two with async scheduling: pdlint's need is then a lower bound)
-        self.max_in_flight_tokens = batch
-        self.model_config = type("M", (), {"max_model_len": length})()
-        self.scheduler_config = type("S", (), {"max_num_batched_tokens": batch})()
-        self.parallel_config = type("P", (), {"decode_context_parallel_size": 1, "prefill_context_parallel_size": 1})()
-        self.cache_config = type("C", (), {"block_size": 16})()
-
-
-def _spec(root: Path, kind: str, block: int, heads: int, size: int, dtype: int, window: int | None,
-          mla: bool) -> Any:
-    name = {"full": "FullAttentionSpec", "sliding": "SlidingWindowSpec"}[kind]
-    if mla and (root / _SPECS).read_text().find("class MLAAttentionSpec") >= 0:
-        name = "MLAAttentionSpec"
-    spec = _spec_class(root, name)()
-    values = {"block_size": block, "num_kv_heads": heads, "head_size": size, "dtype": _Dtype(dtype), "use_mla": mla,
-              "sliding_window": window, "tokens_per_state": 1, "kv_quant_mode": KVQuantMode.NONE}
-    for key, value in values.items():
-        setattr(spec, key, value)
-    if name != "MLAAttentionSpec" and hasattr(spec, "head_size_v"):
-        spec.head_size_v = size  # AttentionSpec.__post_init__
-    return spec
 
 
 def _instance(release: Release, tp: int, length: int, facts: ModelFacts, **more: Any) -> Instance:
@@ -440,3 +348,32 @@ def test_weights_from_the_safetensors_index_beside_config_json(tmp_path: Path, c
     # d1 at TP 1: the index's weights (or the parameter count's) against one GPU
     assert bool([f for f in hits if f["hosts"] == ["d1"] and f["rule"] == "memory[weights]"]) is \
         ((total or 141107412992) > 73 * GIB)
+
+
+@pytest.mark.parametrize(("kinds", "group"), [
+    # get_kv_cache_groups' own examples (v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size):
+    # 10 full + 20 sliding: groups of 10; gpt-oss-20b + eagle, 12 sliding + 13 full: groups of 13; Gemma 3's 5:1
+    (("full",) * 10 + ("sliding",) * 20, 10), (("sliding",) * 12 + ("full",) * 13, 13),
+    ((("sliding",) * 5 + ("full",)) * 4, 4), (("full",) * 32, 32),
+])
+def test_null_block_is_one_block_of_the_largest_group(kinds: tuple[str, ...], group: int) -> None:
+    """From 0.29.0 the check holds back one block of the largest KV cache group, not one of every layer."""
+    page = 16 * 8 * 64 * 2 * 2
+    found = memory.Fit(R("0.33.0"), 80 * GIB, "", 0.9, 72 * GIB, None, 60 * GIB, "", None, 8192, "",
+                       tuple((kind, page) for kind in kinds))
+    assert found.pool_block() == group * page and found.available == 12 * GIB - group * page
+    older = dataclasses.replace(found, release=R("0.28.0"))
+    assert older.available == 12 * GIB
+
+
+def test_capacity_counts_the_full_attention_layers(lint) -> None:
+    """gpt-oss-20b: its 12 sliding-window layers hold 128 tokens a request, so the decode's capacity in tokens is its
+    KV memory over the 12 full-attention layers' pages (43,680 tokens in 1 GiB), not over all 24 (21,840)."""
+    page = 16 * 8 * 64 * 2 * 2
+    tokens = (GIB - 12 * page) // (12 * page) * 16  # less the null block: one block of a 12-layer group
+    for batch, warned in ((32768, False), (65536, True)):
+        hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": "openai/gpt-oss-20b", "vllm_host_gpu_type": "L4",
+                        "vllm_kv_cache_memory_bytes": "1G", "vllm_max_model_len": 8192},
+                       p1={"vllm_pd_role": "prefill", "vllm_max_num_batched_tokens": batch}, d1={"vllm_pd_role": "decode"})
+        hits = [f for f in lint(hosts) if f.rule == "memory[kv-capacity]"]
+        assert [h.message.split(",")[0] for h in hits] == ([f"decode KV cache holds {tokens} tokens"] if warned else [])

@@ -71,8 +71,20 @@ class Fit:
         else:
             room = self.budget - self.weights
         if memory_text.NULL_BLOCK.at(self.release) and self.layers:
-            room -= sum(page for _kind, page in self.layers)
+            room -= self.pool_block()
         return room
+
+    def pool_block(self) -> int:
+        """One block of the largest KV cache group (_get_kv_cache_bytes_per_block). get_kv_cache_groups puts
+        layers of one kind in one group; kinds kept apart split into groups of the smallest kind's layer count (the
+        largest's when it is under 1.5 times that), each holding one page per layer."""
+        counts: dict[str, int] = {}
+        for kind, _page in self.layers:
+            counts[kind] = counts.get(kind, 0) + 1
+        if len(counts) <= 1:
+            return sum(page for _kind, page in self.layers)
+        low, high = min(counts.values()), max(counts.values())
+        return (high if high < low * 1.5 else low) * max(page for _kind, page in self.layers)
 
     def needed(self, length: int) -> int:
         """Sum of every KV layer's max_memory_usage_bytes for max_model_len = length."""
@@ -100,9 +112,11 @@ class Fit:
         return best
 
     def capacity(self) -> int | None:
-        """KV capacity in tokens: whole blocks of every layer in what the KV cache gets (num_gpu_blocks x block)."""
+        """KV capacity in tokens of one long request: whole blocks of its full-attention layers in what the KV cache
+        gets (sliding and chunked layers kept apart hold only their window, so they are not counted)."""
         room = self.available
-        per_block = sum(page for _kind, page in self.layers)
+        per_block = sum(page for kind, page in self.layers if kind == "full") or \
+            sum(page for _kind, page in self.layers)
         if room is None or not per_block:
             return None
         return max(room, 0) // per_block * self.block
