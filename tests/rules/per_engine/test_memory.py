@@ -377,3 +377,35 @@ def test_capacity_counts_the_full_attention_layers(lint) -> None:
                        p1={"vllm_pd_role": "prefill", "vllm_max_num_batched_tokens": batch}, d1={"vllm_pd_role": "decode"})
         hits = [f for f in lint(hosts) if f.rule == "memory[kv-capacity]"]
         assert [h.message.split(",")[0] for h in hits] == ([f"decode KV cache holds {tokens} tokens"] if warned else [])
+
+
+@pytest.mark.parametrize(("model", "gpu", "small", "long", "fits"), [
+    (LLAMA70, "A100-80GB", 1, 2, 4), ("meta-llama/Llama-3.1-405B-Instruct", "MI300X", 4, None, 8),
+    ("meta-llama/Llama-3.1-8B-Instruct", "L4", None, 1, 2), ("Qwen/Qwen3-32B", "NVIDIA L40S", 1, None, 2),
+])
+def test_too_small_too_long_and_right_on_other_models(lint, model: str, gpu: str, small: int | None,
+                                                      long: int | None, fits: int) -> None:
+    """The same three engines on other models and GPUs: the weights at the TP line, one config-length sequence at
+    the TP line (max_model_len unset) naming the length that fits, and nothing at a TP large enough."""
+    tps = {"small": small, "long": long, "fits": fits}
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": model, "vllm_host_gpu_type": gpu},
+                   **{name: {"vllm_pd_role": "prefill" if name == "fits" else "decode", "vllm_tensor_parallel_size": tp}
+                      for name, tp in tps.items() if tp is not None})
+    hits = {f.hosts: f for f in lint(hosts) if f.rule.startswith("memory")}
+    assert set(hits) == {(name,) for name in ("small", "long") if tps[name] is not None}, hits
+    for line, name in enumerate((n for n, tp in tps.items() if tp is not None), start=4):
+        if name == "fits":
+            continue
+        hit = hits[(name,)]
+        assert hit.severity == "error" and (hit.origin.line, hit.origin.column) == _at(hosts, line,
+                                                                                      "vllm_tensor_parallel_size")
+        if name == "small":
+            assert hit.rule == "memory[weights]" and hit.message.startswith(f"{model}'s weights take ")
+            assert f"per rank at TP {small} x PP 1, all of the " in hit.message
+        else:
+            assert hit.rule == "memory[kv-cache]" and hit.message.startswith(
+                "vLLM 0.33.0 refuses to start: To serve at least one request with the model's max seq len (131072)")
+            longest = hit.message.split("the estimated maximum model length is ")[1].split(".")[0]
+            assert hit.hint is not None and hit.hint.startswith(
+                f"set vllm_max_model_len to at most {longest} (max_model_len unset: the model's config's)")
+            assert 0 < int(longest) < 131072
