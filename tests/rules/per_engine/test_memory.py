@@ -409,3 +409,32 @@ def test_too_small_too_long_and_right_on_other_models(lint, model: str, gpu: str
             assert hit.hint is not None and hit.hint.startswith(
                 f"set vllm_max_model_len to at most {longest} (max_model_len unset: the model's config's)")
             assert 0 < int(longest) < 131072
+
+
+@pytest.mark.parametrize(("offload", "tp", "error"), [(None, 1, True), (100, 1, False), (40, 1, True), ("70", 1, False),
+                                                    (15, 2, False), (0, 2, True)])
+def test_cpu_offload_keeps_part_of_each_gpu_weights_in_cpu_memory(lint, offload: Any, tp: int, error: bool) -> None:
+    """--cpu-offload-gb is per GPU: 131.42 GiB at TP 1 less 100 (or 70) fits an H100's 73.28 with an 8192-token
+    sequence, less 40 does not; at TP 2 the 65.71 GiB share leaves too little for a 131072-token sequence's 20 GiB
+    unless 15 GiB of it stays in CPU memory."""
+    own: dict[str, Any] = {"vllm_pd_role": "decode", "vllm_tensor_parallel_size": tp,
+                           "vllm_max_model_len": 8192 if tp == 1 else 131072}
+    if offload is not None:
+        own["vllm_cpu_offload_gb"] = offload
+    hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": LLAMA70, "vllm_host_gpu_type": "H100-SXM"},
+                   p1={"vllm_pd_role": "prefill", "vllm_tensor_parallel_size": 4}, d1=own)
+    hits = [f for f in lint(hosts) if f.rule in ("memory[weights]", "memory[kv-cache]")]
+    assert bool(hits) is error, hits
+    if error:
+        assert hits[0].rule == ("memory[weights]" if tp == 1 else "memory[kv-cache]") and hits[0].hosts == ("d1",)
+
+
+@pytest.mark.parametrize("dcp", [2, 4, "{{ dcp }}"])
+def test_decode_context_parallel_kv_is_not_judged(lint, dcp: Any) -> None:
+    """DCP shards each sequence's KV cache over its ranks: pdlint does not size that, so it does not judge it."""
+    for size, expected in ((1, ["memory[kv-cache]"]), (dcp, [])):
+        hosts = _hosts({"vllm_pd_deployment": "chat", "vllm_model": LLAMA70, "vllm_host_gpu_type": "H100-SXM"},
+                       p1={"vllm_pd_role": "prefill", "vllm_tensor_parallel_size": 4},
+                       d1={"vllm_pd_role": "decode", "vllm_tensor_parallel_size": 2, "vllm_max_model_len": 131072,
+                           "vllm_decode_context_parallel_size": size})
+        assert [f.rule for f in lint(hosts) if f.rule.startswith("memory[")] == expected

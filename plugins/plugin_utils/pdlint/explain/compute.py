@@ -161,7 +161,7 @@ def _engine(e: Engine, findings: tuple[Finding, ...], vault: Vault) -> EngineVie
 
 
 _SIZING = ("host_gpu_memory_gib", "host_gpu_type", "max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes",
-           "model", *SHAPE)
+           "cpu_offload_gb", "decode_context_parallel_size", "model", *SHAPE)
 
 
 def _memory(e: Engine, vault: Vault) -> MemoryView | None:

@@ -166,7 +166,7 @@ def _bound_gpus(src: _Source, fields: dict[str, Any], origins: dict[str, Origin]
 # vLLM arguments (not contract variables: the schema checks them as the host's release parses them) that size the
 # engine's memory; the vllm layer reads them (vllm/model/memory.py)
 SIZING = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "max_num_batched_tokens",
-          "quantization", "enable_expert_parallel")
+          "quantization", "enable_expert_parallel", "cpu_offload_gb", "decode_context_parallel_size")
 
 
 def _sizing(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unresolved: set[str]) -> None:

@@ -64,8 +64,8 @@ def weights(topo: Topology) -> Iterator[Hit]:
     "No available memory for the cache blocks" (or runs out of memory while
     loading them); with --kv-cache-memory-bytes the weights and that cache
     must fit the GPU. The weights are the model table's (a lower bound from
-    the parameter count; see `pdlint models NAME`); quantized and float32
-    engines are not checked. Nothing is checked where the GPU's memory is
+    the parameter count; see `pdlint models NAME`), less --cpu-offload-gb
+    per GPU; quantized and float32 engines are not checked. Nothing is checked where the GPU's memory is
     unknown (vllm_host_gpu_memory_gib or vllm_host_gpu_type).
 
     PASS:
@@ -133,7 +133,8 @@ def kv_cache(topo: Topology) -> Iterator[Hit]:
     activations and CUDA graphs, so a sequence that does not fit here does
     not fit in vLLM's either. The message is the release's own; the hint
     names the longest max_model_len that fits (max_model_len unset: the
-    model's config length). Mamba and linear-attention models are not
+    model's config length). Mamba and linear-attention models, and engines
+    with decode context parallelism (which shards the KV cache), are not
     checked.
 
     PASS:

@@ -156,6 +156,18 @@ def _utilization(inst: Instance, release: Release) -> tuple[float, str]:
     return memory_text.UTILIZATION.at(release), f"vLLM {release}'s default"
 
 
+def _offload(inst: Instance) -> int | None:
+    """--cpu-offload-gb in bytes (0 when unset); None when it cannot be read."""
+    value = inst.sizing.get("cpu_offload_gb")
+    if value is None:
+        return 0 if inst.knows("cpu_offload_gb") else None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None  # the schema rule reports it
+    return int(number * GIB) if number >= 0 and not isinstance(value, bool) else None
+
+
 def _kv_bytes(inst: Instance) -> int | None:
     model = _DTYPE.get(inst.dtype)
     if inst.kv_cache_dtype == "auto":
@@ -228,11 +240,19 @@ def fit(inst: Instance) -> Fit | None:
     # expert parallelism spreads the experts over TP x DP ranks (FusedMoE's ep_size), not TP: weights / (TP x PP)
     # would overstate a rank's share, so the weights stay unknown
     experts = inst.sizing.get("enable_expert_parallel") not in (None, False) or not inst.knows("enable_expert_parallel")
-    if inst.facts.weight_bytes and not quantized and not experts and inst.dtype in ("auto", "half", "float16",
-                                                                                    "bfloat16"):
-        weights = inst.facts.weight_bytes // (inst.tp * inst.pp)
+    offload = _offload(inst)
+    if inst.facts.weight_bytes and not quantized and not experts and offload is not None \
+            and inst.dtype in ("auto", "half", "float16", "bfloat16"):
+        # --cpu-offload-gb: that much of each GPU's weights stays in CPU memory (CacheConfig, later
+        # UVAOffloadConfig.cpu_offload_gb: "per GPU")
+        weights = max(0, inst.facts.weight_bytes // (inst.tp * inst.pp) - offload)
     length, len_source = max_model_len(inst)
-    layers = _layers(inst, release)
+    # decode context parallelism shards each sequence's KV cache over its ranks (FullAttentionSpec
+    # .max_memory_usage_bytes: cdiv(max_model_len, dcp_world_size) where dcp_sharded): not modelled, so unknown
+    sharded = not inst.knows("decode_context_parallel_size") or (
+        inst.sizing.get("decode_context_parallel_size") is not None
+        and _int(inst, "decode_context_parallel_size", release) != 1)
+    layers = None if sharded else _layers(inst, release)
     per_token = None
     block = inst.block_size or DEFAULT_BLOCK
     if layers is not None:
