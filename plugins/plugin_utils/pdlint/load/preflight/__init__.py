@@ -202,15 +202,17 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
     return found
 
 
-def check_files(paths: Sequence[str], limits: Limits | None = None) -> Preflight:
-    """check() of some vars files only (those an edit changed, as incremental.py reloads them); raises Refused."""
+def check_files(paths: Sequence[str], limits: Limits | None = None,
+                overlay: Mapping[str, str] | None = None) -> Preflight:
+    """check() of some vars files only (those an edit changed, as incremental.py reloads them), overlay's texts
+    read in place of those files as check() does; raises Refused."""
     limits = limits or Limits()
     found = Preflight(vars_files=list(paths))
     shown = DisplayPaths()
     with gc_paused():
         for path in paths:
             regular(path)
-            _file(path, False, None, found, limits, False, None, shown)
+            _file(path, False, None, found, limits, False, overlay, shown)
     return found
 
 
