@@ -23,7 +23,9 @@ from ..hostvars import HostVars
 from ..load.fast import ansible_cfg as fast_config
 from ..load.fast import loader as fast
 from ..load.preflight.layout import absolute_sources
-from ..load.preflight.fingerprints import RACY_NS, Stat, digest
+from ..load.preflight import guard
+from ..load.preflight.fingerprints import RACY_NS, Stat, digest, of_walk
+from ..load.preflight.walk import Walked, walked
 from ..topology.types import Topology
 
 
@@ -71,6 +73,16 @@ def _digest_of(path: str) -> bytes | None:
         with open(path, "rb") as fh:
             return digest(fh.read())
     except OSError:
+        return None
+
+
+def walk(source: str, limits: guard.Limits) -> Walked | None:
+    """The walk of source, for the fingerprints and the whole check's preflight; None where the preflight would
+    refuse something (the whole check walks again and says why)."""
+    try:
+        done = walked(absolute_sources([source]), limits)
+        return done
+    except (guard.Refused, OSError):
         return None
 
 

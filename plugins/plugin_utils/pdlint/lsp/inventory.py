@@ -91,7 +91,11 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any, last: Outcome | N
         return Outcome(source, failed=load_error(Origin(source), str(exc)))
     limits = guard.Limits()
     started = time.time_ns()
-    walked = None if config.variables else fingerprints.fingerprints([source], limits)  # the one stat walk
+    tree = None if config.variables else again.walk(source, limits)  # the one stat walk: here, and the preflight's
+    try:
+        walked = None if tree is None else fingerprints.of_walk(tree)
+    except OSError:  # a file gone since the walk: the whole check says what the preflight makes of it
+        tree = walked = None
     racy = again.racy(walked or (), started)
     settings = again.settings(config)
     if walked is not None and last is not None and isinstance(last.seen, again.Seen) and last.seen.settings == settings:
@@ -112,7 +116,7 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any, last: Outcome | N
         # the buffers reach ansible-core's loader too (templated hosts, what the fast loader does not cover), so
         # its fallback is no news to the editor
         hosts = select.load([source], notes=notes, note=said.append, overlay=overlay, limits=limits,
-                            memo=memo, keep_names=keep_names(config.variables), keep=keep)
+                            memo=memo, keep_names=keep_names(config.variables), keep=keep, walked=tree)
     except LoadError as exc:
         return Outcome(source, failed=exc.finding)
     if not hosts:

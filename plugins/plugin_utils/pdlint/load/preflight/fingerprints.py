@@ -11,7 +11,7 @@ except ImportError:  # a Python built without it: hashlib finds another
 
 from .guard import Limits, Refused
 from .layout import VARS_DIRS
-from .walk import Walk, walk_files
+from .walk import Walked, walked
 
 # 2 s: the coarsest timestamps of common file systems (FAT), and clock skew. A file changed less than this before
 # it was read may change again within the same timestamp (git's "racily clean" entries): compare it by content.
@@ -62,10 +62,14 @@ def fingerprints(sources: Sequence[str], limits: Limits | None = None) -> list[S
     entry no file is read from (an empty directory, one of .txt files) is still reported as matching no host or
     group (vars_files.unmatched). Names, not the directory's stat, which every editor's save-by-rename changes."""
     try:
-        walk = Walk(limits or Limits())
-        inventory, vars_files = walk_files(sources, walk.limits, walk)
-        found = [_stat(path, walk.stats.get(path) or os.stat(path)) for path in inventory + vars_files]
-        found.extend(listing(os.path.join(base, name), walk.listed) for base in walk.bases for name in VARS_DIRS)
-        return found
+        return of_walk(walked(sources, limits or Limits()))
     except (Refused, OSError):
         return None
+
+
+def of_walk(done: Walked) -> list[Stat]:
+    """fingerprints() of a walk already taken (raises OSError for a file gone since)."""
+    walk = done.walk
+    found = [_stat(path, walk.stats.get(path) or os.stat(path)) for path in done.inventory + done.vars_files]
+    found.extend(listing(os.path.join(base, name), walk.listed) for base in walk.bases for name in VARS_DIRS)
+    return found
