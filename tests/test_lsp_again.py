@@ -12,6 +12,7 @@ from pdlint.lsp import diagnostics, inventory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from generate import generate  # noqa: E402 - bench/ is no package
+from quickstart import generate as quickstart  # noqa: E402
 
 HOSTS = 40  # five deployments of 3 prefill + 5 decode hosts
 
@@ -101,3 +102,30 @@ def test_an_edit_the_state_cannot_answer_is_a_whole_check(fleet: Path, file: str
     after = inventory.check(str(fleet), overlay, memo, first)
     assert after.rechecked is None
     _same_as_cold(after, fleet, overlay)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("vllm_tensor_parallel_size: 4", "vllm_tensor_parallel_size: 6"),
+    ("vllm_tensor_parallel_size: 4", "vllm_tensor_parallel_size: 3"),
+    ("kv_connector: NixlConnector", "kv_connector: MooncakeConnector"),
+])
+def test_a_whole_check_keeps_what_the_rules_found_for_the_engines_an_edit_did_not_change(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str) -> None:
+    """One deployment (the README's quickstart, its side channel host templated): every edit is a whole check,
+    and the engines the edit left as they were keep their per-body memo (topology/types.py share_bodies)."""
+    inv = tmp_path / "inv"
+    quickstart(40, inv, "template")
+    (tmp_path / "empty.cfg").write_text("[defaults]\n")
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(tmp_path / "empty.cfg"))
+    monkeypatch.chdir(tmp_path)
+    memo = filememo.Memo()
+    first = inventory.check(str(inv), {}, memo)
+    path = str(inv / "group_vars" / "chat_decode.yml")
+    overlay = {path: Path(path).read_text().replace(old, new)}
+    after = inventory.check(str(inv), overlay, memo, first)
+    assert after.rechecked is None and after.findings != first.findings
+    before = {i.host: i.shared for i in first.topology.instances}
+    kept = {i.host for i in after.topology.instances if i.shared is before[i.host]}
+    assert kept == {i.host for i in after.topology.instances if i.role == "prefill"}
+    assert all(before[i.host] for i in after.topology.instances if i.host in kept)  # memos the rules had filled
+    _same_as_cold(after, inv, overlay)

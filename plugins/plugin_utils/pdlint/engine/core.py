@@ -14,7 +14,7 @@ from ..load.model_files import Files
 from ..rules import CHECKS
 from ..schema import check as schema
 from ..topology.build import build
-from ..topology.types import Topology
+from ..topology.types import Bodies, Topology
 from . import redact, suppress
 from .model_facts import Lookup
 
@@ -106,16 +106,18 @@ def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars
 
 
 def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT, files: Files | None = None,
-         overlay: Mapping[str, str] | None = None) -> Result:
+         overlay: Mapping[str, str] | None = None, bodies: Bodies | None = None) -> Result:
     """Every finding for these hosts under config: pdlint_skip splits them, select/ignore/severity apply to both.
 
     Model facts come from the inventory, config's `models:` table, config.json files where files says to look
     (None: nowhere; the CLI, the play and the language server pass Files.of(sources)), then pdlint's table.
-    overlay ({absolute path: text}, the editor's unsaved buffers) is read for the files the hosts were loaded from."""
+    overlay ({absolute path: text}, the editor's unsaved buffers) is read for the files the hosts were loaded from.
+    bodies: the last check's topology's bodies_known ({} the first time), when the caller checks again after an
+    edit (the language server): what the rules found per body for an engine the edit did not change is kept."""
     launched = launch.prepare(_default_version(hosts, config), config, overlay)
     hosts = launched.hosts
     models = Lookup(config, files)
-    topology, problems = build(hosts, models)
+    topology, problems = build(hosts, models, bodies)
     found = launched.findings + _schema(hosts, config.own_variables) + problems + models.problems
     for rule in CHECKS:
         found.extend(rule.check(topology))

@@ -121,7 +121,8 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any, last: Outcome | N
         return Outcome(source, failed=exc.finding)
     if not hosts:
         return Outcome(source, failed=no_hosts([source]))
-    result = engine.lint(hosts, config, Files.of([source]), overlay)
+    known = last.topology.bodies_known if last is not None and last.topology is not None else None
+    result = engine.lint(hosts, config, Files.of([source]), overlay, {} if known is None else known)
     findings = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
     state = None
     if keep is not None and walked is not None and not said:
