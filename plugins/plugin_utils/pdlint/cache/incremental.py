@@ -9,7 +9,7 @@ inventory file changed), it reads those files again with the same preflight, loa
 they touch from the kept inventory, checks them, and puts their findings with every other unit's kept ones
 through the same merge, pdlint_skip and config steps as a whole run. Anything else (a file that is not one
 entity's, group_vars/all, a template, a vault, an edit that links a unit to another, half the hosts touched)
-and the whole run is done instead, so the outcome is the whole run's, byte for byte: tests/test_incremental.py's
+and the whole run is done instead, so the outcome is the whole run's, byte for byte: tests/cache/test_incremental.py's
 random edits compare the two.
 """
 from __future__ import annotations

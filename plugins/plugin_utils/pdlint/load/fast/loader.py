@@ -1,6 +1,6 @@
 """The fast loader: static YAML/INI inventories with group_vars/ and host_vars/, read with libyaml.
 
-It applies ansible-core's precedence itself (tests/test_fast_differential.py
+It applies ansible-core's precedence itself (tests/load/test_fast_differential.py
 proves it equal to the reference loader) and never imports ansible. What it
 does not model raises Unsupported, and the caller uses the reference loader.
 """

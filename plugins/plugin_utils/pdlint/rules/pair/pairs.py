@@ -74,7 +74,7 @@ def always(message: str, hint: str | None) -> Callable[[Engine], tuple[str, str 
 # What varies per host and no pair verdict reads: where the engine listens and every vllm_env variable but
 # vllm/connectors/pair.py PAIR_ENV (rules/placement/network.py, rules/per_engine/env.py and the port rules read them, host by host). Every other
 # field of the body (topology/types.py share_bodies) is in the pair class, so a field a pair rule comes to read is
-# in it without a list to keep; tests/test_pair_classes.py holds every env name the rules read to PAIR_ENV or to
+# in it without a list to keep; tests/rules/pair/test_pair_classes.py holds every env name the rules read to PAIR_ENV or to
 # the per-host list there.
 _PER_HOST = frozenset(("port", "kv_port", "env"))
 _NOT_CLASS = frozenset(("host", "instance_id", "node", "deployment", "origins", "memo", "shared")) | _PER_HOST

@@ -4,7 +4,7 @@ argv() splits vllm_args (one string, as a POSIX shell splits it; or a list, one 
 tokens that remember where they came from. parse() runs them through that release's FlexibleArgumentParser
 (cmdline_flex: the rewriting parse_args does; cmdline_config: --config FILE) and argparse (cmdline_argparse,
 cmdline_consume) over the release's argument table (args.arguments), and says what is set, by which token, and
-why vLLM would refuse it. tests/test_vllm_cmdline_differential.py holds it equal to each release's own parser.
+why vLLM would refuse it. tests/vllm/arguments/test_vllm_cmdline_differential.py holds it equal to each release's own parser.
 """
 from __future__ import annotations
 
