@@ -81,6 +81,32 @@ def is_template(text: str) -> bool:
 T = TypeVar("T")
 
 
+class IdentityMemo(Generic[T]):
+    """Results keyed by the identity of the objects they were made from, with a plain hashable beside them: the
+    loaders hand every host of a group the group's value objects, so a result made for one host's objects is the
+    result for all of them. Each entry holds its objects, so an id is never taken for another object's while the
+    entry lives. limit: entries kept before the memo starts over (None: unbounded, one run's worth)."""
+
+    __slots__ = ("entries", "limit")
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.entries: dict[tuple[tuple[int, ...], Hashable], tuple[tuple[object, ...], T]] = {}
+        self.limit = limit
+
+    def get(self, objects: tuple[object, ...], plain: Hashable = None) -> tuple[T] | None:
+        """(the result,) made from these very objects (and plain), or None."""
+        entry = self.entries.get((tuple(map(id, objects)), plain))
+        if entry is None or any(a is not b for a, b in zip(entry[0], objects, strict=True)):
+            return None
+        return (entry[1],)
+
+    def put(self, objects: tuple[object, ...], result: T, plain: Hashable = None) -> T:
+        if self.limit is not None and len(self.entries) >= self.limit:
+            self.entries.clear()
+        self.entries[(tuple(map(id, objects)), plain)] = (objects, result)
+        return result
+
+
 class Profiles(Generic[T]):
     """Results of work done once per shared profile: the loaders hand hosts of one group chain without variables of
     their own one values dict and one origins dict, so such hosts differ in their name alone. Each entry holds the

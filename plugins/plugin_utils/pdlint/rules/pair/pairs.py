@@ -19,15 +19,12 @@ from ...vllm.connectors import registry as connectors
 from ..base import Hit
 
 Pair = tuple[Engine, Engine, Instance, Instance]
-_per_topology: tuple[Topology, dict[object, object]] | None = None
 
 
 def memo_of(topo: Topology) -> dict[object, object]:
-    """What the pair rules computed for topo: kept for the last topology asked about (checks run one at a time)."""
-    global _per_topology
-    if _per_topology is None or _per_topology[0] is not topo:
-        _per_topology = (topo, {})
-    return _per_topology[1]
+    """What the pair rules computed for topo (its blocks, their verdicts): hung on the topology, so it lives and
+    dies with the check that built it."""
+    return topo.rule_memo
 
 
 class Block:
