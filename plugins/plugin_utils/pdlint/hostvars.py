@@ -109,17 +109,19 @@ class IdentityMemo(Generic[T]):
 
 class Profiles(Generic[T]):
     """Results of work done once per shared profile: the loaders hand hosts of one group chain without variables of
-    their own one values dict and one origins dict, so such hosts differ in their name alone. Each entry holds the
-    first host it was made for (its dicts' ids are not reused while the entry lives)."""
+    their own one values dict and one origins dict, so such hosts differ in their name alone. A profile is those
+    two dicts (by identity) and plain(hv), what else the work reads (default: which variables are hidden); each
+    entry holds the first host it was made for."""
 
-    def __init__(self, key: Callable[[HostVars], Hashable] | None = None) -> None:
-        self.key = key or (lambda hv: (id(hv.values), id(hv.origins), hv.hidden))
-        self.made: dict[Hashable, tuple[HostVars, T]] = {}
+    def __init__(self, plain: Callable[[HostVars], Hashable] | None = None) -> None:
+        self.plain = plain or (lambda hv: hv.hidden)
+        self.made: IdentityMemo[tuple[HostVars, T]] = IdentityMemo()
 
     def get(self, hv: HostVars) -> tuple[HostVars, T] | None:
         """(the host it was made for, the result) for hv's profile, if made."""
-        return self.made.get(self.key(hv))
+        found = self.made.get((hv.values, hv.origins), self.plain(hv))
+        return found[0] if found is not None else None
 
     def put(self, hv: HostVars, result: T) -> T:
-        self.made[self.key(hv)] = (hv, result)
+        self.made.put((hv.values, hv.origins), (hv, result), self.plain(hv))
         return result

@@ -84,12 +84,11 @@ def _mapped(hv: HostVars, config: Config, memo: Any) -> tuple[HostVars, list[Fin
 
 
 def _key(config: Config) -> Callable[[HostVars], Hashable]:
-    """What a host's launch depends on: its dicts, notes, secrets and groups (group_names), and its name only when
+    """What a host's launch depends on beside its two dicts: notes, secrets, groups (group_names), and its name when
     the mapping reads inventory_hostname (the command line never does: its findings are re-issued per host)."""
     named = False
     if config.variables:
         from . import mapping
 
         named = mapping.reads_host(config.variables)
-    return lambda hv: (id(hv.values), id(hv.origins), tuple(hv.notes.items()), hv.secrets, hv.groups,
-                       hv.hidden, hv.host if named else None)
+    return lambda hv: (tuple(hv.notes.items()), hv.secrets, hv.groups, hv.hidden, hv.host if named else None)

@@ -89,7 +89,9 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
         return Outcome(source, failed=no_hosts([source]))
     from ..load.model_files import Files
 
-    result = engine.lint(hosts, config, Files.of([source]), overlay)
+    result = engine.lint(hosts, config, Files.of([source]), overlay, getattr(memo, "checked", None))
+    if memo is not None:
+        memo.checked = result
     findings = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
     return Outcome(source, tuple(findings), tuple(hosts), result.topology, model_files=result.model_files,
                    mapped=result.hosts if config.variables else ())
