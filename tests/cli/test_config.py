@@ -8,7 +8,7 @@ import pytest
 from conftest import write_tree
 from test_rules_cli import run, seed
 
-from pdlint.config.value import selected, severity_for
+from pdlint.config.configuration import selected, severity_for
 from pdlint.config.files import find
 
 
@@ -161,7 +161,7 @@ def test_readme_config_example_is_valid() -> None:
 
     from conftest import ROOT
 
-    from pdlint.config.value import parse
+    from pdlint.config.configuration import parse
 
     [block] = re.findall(r"```toml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
     config = parse(tomllib.loads(block)["tool"]["pdlint"], "README.md", "tool.pdlint.")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, write_tree
-from pdlint.config import value as configuration
+from pdlint.config import configuration
 from pdlint.config.variables import Mapped
 from pdlint.engine import core
 from pdlint.finding import Origin

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pdlint import cli
 from pdlint.config import files as configfile
-from pdlint.config.value import DEFAULT, Config
+from pdlint.config.configuration import DEFAULT, Config
 from pdlint.engine import core as engine
 from pdlint.finding import Finding
 from pdlint.load import select

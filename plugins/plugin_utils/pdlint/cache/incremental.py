@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import value as configuration
-from ..config.value import Config
+from ..config import configuration
+from ..config.configuration import Config
 from ..engine import suppress
 from ..finding import Finding, Origin
 from ..hostvars import HostVars

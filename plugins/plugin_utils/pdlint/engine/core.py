@@ -4,8 +4,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..config import value as configuration
-from ..config.value import Config
+from ..config import configuration
+from ..config.configuration import Config
 from ..finding import Finding, Origin, rehosted
 from ..hostvars import HostVars, Profiles
 from ..launch import stage as launch

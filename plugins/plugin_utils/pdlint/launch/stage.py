@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..config.value import Config
+from ..config.configuration import Config
 from ..finding import Finding, rehosted
 from ..hostvars import HostVars, Profiles
 from . import given

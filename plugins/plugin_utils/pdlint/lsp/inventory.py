@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import files as configfile
-from ..config import value as configuration
-from ..config.value import Config, ConfigError
+from ..config import configuration
+from ..config.configuration import Config, ConfigError
 from ..engine import core as engine
 from ..finding import Finding, Origin
 from ..hostvars import HostVars

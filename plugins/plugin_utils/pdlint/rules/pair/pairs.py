@@ -15,7 +15,7 @@ from ...finding import Origin
 from ...topology.types import Engine, Instance, Topology, per_body
 from ...vllm.connectors import composite, families, view
 from ...vllm.connectors import pair as vpair
-from ...vllm.connectors import registry as connectors
+from ...vllm.connectors import registry
 from ..base import Hit
 
 Pair = tuple[Engine, Engine, Instance, Instance]
@@ -133,7 +133,7 @@ def by_body(topo: Topology, kind: str | tuple[str, ...] | None, *needs: str) -> 
             got = classes.get(id(lead.shared), classes)
             if got is classes:
                 got = classes[id(lead.shared)] = (
-                    connectors.canonical(composite.effective(lead).connector)
+                    registry.canonical(composite.effective(lead).connector)
                     if view.kind(lead) in kinds and lead.knows(*needs, "kv_connector") else _NO)
             return got
 

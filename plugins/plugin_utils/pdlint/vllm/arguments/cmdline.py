@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from . import dynamo as dynamo_launcher
+from . import dynamo
 from .args import arguments, first_release
 from .argparser import Parser, build, classify
 from .consume import run
@@ -80,7 +80,7 @@ def launcher(tokens: Sequence[Token]) -> tuple[str, int]:
     if len(texts) == 3 and texts[1] == "-m" and (program in _PYTHON or program.startswith("python3.")):
         if texts[2] == _API_SERVER:
             return "api_server", 3
-        if texts[2] in dynamo_launcher.MODULES:
+        if texts[2] in dynamo.MODULES:
             return "dynamo", 3
     return "", 0
 
