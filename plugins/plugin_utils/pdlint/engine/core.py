@@ -19,7 +19,6 @@ from . import redact, suppress
 from .model_facts import Lookup
 
 
-
 def _schema(hosts: Sequence[HostVars], own: tuple[str, ...], seen: schema.Seen,
             before: schema.Seen | None) -> list[Finding]:
     profiles: Profiles[list[Finding]] = Profiles()  # a shared profile is checked once, reported for each host
