@@ -9,7 +9,7 @@ inventory file changed), it reads those files again with the same preflight, loa
 they touch from the kept inventory, checks them, and puts their findings with every other unit's kept ones
 through the same merge, pdlint_skip and config steps as a whole run. Anything else (a file that is not one
 entity's, group_vars/all, a template, a vault, an edit that links a unit to another, half the hosts touched)
-and the whole run is done instead, so the outcome is the whole run's, byte for byte: tests/test_incremental.py's
+and the whole run is done instead, so the outcome is the whole run's, byte for byte: tests/cache/test_incremental.py's
 random edits compare the two. The language server keeps its State in memory and asks again() the same way
 (lsp/inventory.py), with the editor's buffers in place of the files.
 """
@@ -19,8 +19,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..config import value as configuration
-from ..config.value import Config
+from ..config import configuration
+from ..config.configuration import Config
 from ..engine import suppress
 from ..finding import Finding, Origin
 from ..hostvars import HostVars

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..load.preflight import fingerprints
 from ..load import preflight
-from ..load.fast import ansible_cfg as fast_config
+from ..load.fast import ansible_cfg
 from ..load.preflight.fingerprints import RACY_NS, digest
 from ..load.preflight.layout import source_dir
 from . import store
@@ -60,7 +60,7 @@ _HF_ENV = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
 
 
 def _cfg() -> tuple[str, int, int, int, int] | None:
-    return stamp(fast_config.config_file())
+    return stamp(ansible_cfg.config_file())
 
 
 def _ansible() -> tuple[str, int, int] | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from ..config import value as configuration
+from ..config import configuration
 from ..rule_ids import family
 from ..rules import REGISTRY
 

@@ -5,7 +5,7 @@ each editor buffer read in place of its file, the settings, and incremental.Stat
 takes as changed every file whose stat moved, whose buffer changed (or appeared, or went), or whose content
 differs from when the last check walked, for a file modified within the racy window then (its stat may hide
 an edit, as cache/runs.py says), and asks incremental.again() for the units
-those files touch; the outcome is the whole check's (tests/test_lsp_again.py compares them), else the caller
+those files touch; the outcome is the whole check's (tests/lsp/test_lsp_again.py compares them), else the caller
 does the whole check.
 """
 from __future__ import annotations
@@ -17,14 +17,14 @@ from typing import Any
 
 from ..cache import incremental
 from ..cache.outcome import stamp
-from ..config.value import Config
+from ..config.configuration import Config
 from ..finding import Finding
 from ..hostvars import HostVars
-from ..load.fast import ansible_cfg as fast_config
+from ..load.fast import ansible_cfg
 from ..load.fast import loader as fast
 from ..load.preflight.layout import absolute_sources
 from ..load.preflight import guard
-from ..load.preflight.fingerprints import RACY_NS, Stat, digest, of_walk
+from ..load.preflight.fingerprints import RACY_NS, Stat, digest
 from ..load.preflight.walk import Walked, walked
 from ..topology.types import Topology
 
@@ -89,7 +89,7 @@ def walk(source: str, limits: guard.Limits) -> Walked | None:
 def settings(config: Config) -> tuple[Any, ...]:
     """The configuration, ansible.cfg in effect and ANSIBLE_* environment: a change to any is a whole check."""
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith("ANSIBLE_"))
-    return (repr(config), stamp(fast_config.config_file()), tuple(env))
+    return (repr(config), stamp(ansible_cfg.config_file()), tuple(env))
 
 
 def buffers(overlay: Mapping[str, str]) -> dict[str, bytes]:

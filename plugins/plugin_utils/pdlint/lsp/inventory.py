@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import files as configfile
-from ..config import value as configuration
-from ..config.value import Config, ConfigError
+from ..config import configuration
+from ..config.configuration import Config, ConfigError
 from ..engine import core as engine
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
@@ -122,7 +122,10 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any, last: Outcome | N
     if not hosts:
         return Outcome(source, failed=no_hosts([source]))
     known = last.topology.bodies_known if last is not None and last.topology is not None else None
-    result = engine.lint(hosts, config, Files.of([source]), overlay, {} if known is None else known)
+    result = engine.lint(hosts, config, Files.of([source]), overlay, getattr(memo, "checked", None),
+                         {} if known is None else known)
+    if memo is not None:
+        memo.checked = result
     findings = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
     state = None
     if keep is not None and walked is not None and not said:

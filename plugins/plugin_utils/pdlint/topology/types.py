@@ -236,6 +236,12 @@ class Topology:
             yield from dep.decode
 
     @functools.cached_property
+    def rule_memo(self) -> dict[object, object]:
+        """What rules computed for this topology and share with each other (the pair rules' blocks and verdicts,
+        rules/pair/pairs.py memo_of): one per topology, never compared or shown."""
+        return {}
+
+    @functools.cached_property
     def bodies(self) -> tuple[list[int], dict[int, list[int]]]:
         """The first position in instances of each engine body (one shared memo, share_bodies), in order, and the
         positions of each body that has more than one instance, by its first: a rule that reads only an engine's

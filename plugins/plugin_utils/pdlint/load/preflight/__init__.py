@@ -111,9 +111,9 @@ def _scan_vars(path: str, text: str, found: Preflight, limits: Limits, file: str
         if variables is not None:
             found.values[path] = (file, _refiled(variables, before, file))
         return guard.Scan([], list(keys))
-    from ..fast.variables import vars_events as events
+    from ..fast.variables import vars_events
 
-    scan, values = events.scan_vars(text, path, limits, file, found.keep_names)
+    scan, values = vars_events.scan_vars(text, path, limits, file, found.keep_names)
     if values is not None:
         found.values[path] = (file, values)
     if scan.syntax_error is None and not scan.duplicates:
