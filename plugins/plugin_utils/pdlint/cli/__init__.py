@@ -154,8 +154,9 @@ def _lint(args: argparse.Namespace) -> int:
     suppressed.sort()
     sys.stdout.write(reporters.REPORTERS[fmt](findings, suppressed if args.show_suppressed else None))
     if fmt in ("text", "github"):
-        sys.stdout.write(reporters.summary(findings, hosts, deployments, time.perf_counter() - started, len(suppressed),
-                                         assumed=NEWEST_VLLM if assumed else None))
+        took = time.perf_counter() - started
+        sys.stdout.write(reporters.summary(findings, hosts, deployments, took, len(suppressed),
+                                           assumed=NEWEST_VLLM if assumed else None))
     failing = ("error", "warning") if config.strict else ("error",)
     return 1 if any(f.severity in failing for f in findings) else 0
 
