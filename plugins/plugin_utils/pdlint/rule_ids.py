@@ -2,7 +2,7 @@
 
 The config file and --select/--ignore are checked before pdlint looks up a cached result of the same run, so
 a run whose result is cached never imports the rules, the vllm layer or the schema (a third of a warm run's
-time). tests/test_config.py holds this list equal to rules.REGISTRY.
+time). tests/cli/test_config.py holds this list equal to rules.REGISTRY.
 """
 from __future__ import annotations
 

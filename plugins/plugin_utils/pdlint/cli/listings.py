@@ -5,7 +5,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..config import value as configuration
+from ..config import configuration
 from ..rule_ids import family
 from ..rules import REGISTRY
 

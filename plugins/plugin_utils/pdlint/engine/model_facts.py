@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config.value import DEFAULT, Config
+from ..config.configuration import DEFAULT, Config
 from ..finding import Finding, Origin
 from ..load import model_files
 from ..load.model_files import Files

@@ -1,6 +1,6 @@
 """Why a prefill/decode pair works or not, per dimension (HMA, model kind, PP/DP), in its releases' own terms.
 
-Every verdict is a decision the rules already made: the pair's vllm-layer problems (vllm/connectors/pair.py problems, as
+Every verdict is a decision the rules already made: the pair's vllm-layer problems (vllm/connectors/families.py problems, as
 rules/pair/pairs.py checked them), each engine's start checks (rules/per_engine/connector.py start_problems, which connector[config]
 reports) and the MoRIIO self port collisions port[collision] found. This module only sorts them into dimensions and
 adds facts (hma.enabled and hma.reason, hma.needs_hma, model_layers.stage_layers, the connector's PP timeline).

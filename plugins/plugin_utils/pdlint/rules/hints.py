@@ -13,6 +13,7 @@ import functools
 
 from ..finding import Origin
 from ..topology.types import Engine, Instance, Topology
+from ..vllm.connectors import families
 from ..vllm.connectors import pair as vpair
 from ..vllm import parallel, parallel_config
 from ..vllm.connectors.registry import nearest
@@ -76,10 +77,10 @@ def pair_ok(side: vpair.Side, other: vpair.Side, tp: int, other_tp: int | None =
 @functools.lru_cache(maxsize=65536)
 def _pair_ok(side: vpair.Side, other: vpair.Side, tp: int, other_tp: int) -> bool:
     order = (lambda a, b: (a, b)) if side.role == "prefill" else (lambda a, b: (b, a))
-    remaining = frozenset(pr.rule for pr in vpair.problems(*order(side, other)) if not pr.tp_fix)
+    remaining = frozenset(pr.rule for pr in families.problems(*order(side, other)) if not pr.tp_fix)
     moved = dataclasses.replace(side, tp=tp)
     partner = other if other_tp == other.tp else dataclasses.replace(other, tp=other_tp)
-    return _solves(vpair.problems(*order(moved, partner)), remaining)
+    return _solves(families.problems(*order(moved, partner)), remaining)
 
 
 def candidates(nodes: Nodes, engine: Engine, side: vpair.Side, other: vpair.Side) -> frozenset[int]:

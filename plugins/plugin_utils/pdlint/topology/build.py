@@ -11,7 +11,7 @@ from ..finding import UNKNOWN, Finding, Origin, rehosted
 from ..hostvars import HostVars, Profiles, Unresolved
 from . import facts
 from .coerce import as_int, coerce, kv_config, unreadable_number  # kv_config: schema.check imports it from here
-from .types import Deployment, Engine, Instance, Topology, Undecided, share_bodies
+from .types import Bodies, Deployment, Engine, Instance, Topology, Undecided, share_bodies
 
 _FIELDS = {  # contract name -> Instance attribute
     "pd_deployment": "deployment", "pd_role": "role", "model": "model", "revision": "revision", "version": "version",
@@ -283,8 +283,10 @@ def _undecided(src: _Source, inst: Instance | None) -> Undecided | None:
                      None if isinstance(role, Unresolved) else role)
 
 
-def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_lookup) -> tuple[Topology, list[Finding]]:
-    """All instances of all hosts, grouped into engines and deployments; models gives each model's facts."""
+def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_lookup,
+          earlier: Bodies | None = None) -> tuple[Topology, list[Finding]]:
+    """All instances of all hosts, grouped into engines and deployments; models gives each model's facts.
+    earlier (share_bodies): an earlier build's bodies; given, the topology carries its own for the next build."""
     problems: list[Finding] = []
     instances: list[Instance] = []
     undecided: list[Undecided] = []
@@ -306,7 +308,7 @@ def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_loo
                 (firsts if known[0] is hv else copies).append((instances[-1], inst))
             if unsure is not None:
                 undecided.append(unsure if known[0] is hv else dataclasses.replace(unsure, host=hv.host))
-    share_bodies((inst for inst, _unused in firsts), copies)
+    bodies = share_bodies((inst for inst, _unused in firsts), copies, earlier)
     by_dep: dict[str, dict[str, dict[str, list[Instance]]]] = {}
     for inst in instances:
         if inst.deployment is None:
@@ -321,4 +323,4 @@ def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_loo
         )
         for name, sides in sorted(by_dep.items())
     )
-    return Topology(tuple(instances), deployments, tuple(undecided)), problems
+    return Topology(tuple(instances), deployments, tuple(undecided), None if earlier is None else bodies), problems

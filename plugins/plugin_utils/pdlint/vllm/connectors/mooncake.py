@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..history import history
-from .pair import Problem, Side, family
+from .pair import Problem, Side
 from ..parallel import tp_ratio_ok
 from ..releases import R, Release, Timeline
 
@@ -116,7 +116,6 @@ def region_error(p: Side, d: Side, release: Release) -> str | None:
     return None
 
 
-@family("mooncake")
 def pair(p: Side, d: Side) -> Iterator[Problem]:
     """Every problem of a Mooncake pair in its release (prefill sends, decode pulls: both sides' code runs)."""
     yield from _tp(p, d)

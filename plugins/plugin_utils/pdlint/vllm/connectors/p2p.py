@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..history import history
-from .pair import Problem, Side, family
+from .pair import Problem, Side
 from ..releases import R, Release, Timeline
 
 _C = "kv_connector/v1/p2p/p2p_nccl_connector.py P2pNcclConnector"
@@ -47,7 +47,6 @@ def http_port_missing(release: Release, extra: dict[str, object]) -> str | None:
     return None
 
 
-@family("p2p-nccl")
 def pair(p: Side, d: Side) -> Iterator[Problem]:
     """World rank r talks only to world rank r: TP and PP must be equal (every release that has it)."""
     release = d.release

@@ -8,7 +8,6 @@ suggests a value that another check of the same release rejects.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -115,22 +114,4 @@ class Problem:
     tp_fix: bool = True  # a TP change can fix it (hints search TP sizes)
 
 
-PairCheck = Callable[[Side, Side], Iterable[Problem]]
-_FAMILIES: dict[str, PairCheck] = {}
-
-
-def family(kind: str) -> Callable[[PairCheck], PairCheck]:
-    """Register the pair check of a connector family (nixl, moriio, mooncake, p2p-nccl)."""
-    def register(check: PairCheck) -> PairCheck:
-        _FAMILIES[kind] = check
-        return check
-    return register
-
-
-@functools.lru_cache(maxsize=65536)
-def problems(prefill: Side, decode: Side) -> tuple[Problem, ...]:
-    """Every problem of the pair (empty: this release pairs them); both sides must use the same class."""
-    if prefill.unread_env or decode.unread_env:  # the unresolved finding says so; the verdict is not guessed
-        return ()
-    check = _FAMILIES.get(registry.kind_of(prefill.connector) or "")
-    return tuple(check(prefill, decode)) if check else ()
+PairCheck = Callable[[Side, Side], Iterable[Problem]]  # a connector family's check (families.py FAMILIES)

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from . import config_defaults as defaults
+from . import config_defaults
 from . import types
 from ..releases import R, Release
 
@@ -92,19 +92,19 @@ def text_config(data: Mapping[str, Any], release: Release) -> Text:
         return Text(None, "", error=(f"config.json has several text configs ({', '.join(found)}); transformers "
                                      "refuses it"))
     top = data.get("model_type")
-    how = defaults.COMPOSITES.get(top) if isinstance(top, str) else None
+    how = config_defaults.COMPOSITES.get(top) if isinstance(top, str) else None
     if not found and how is None:
-        return Text(defaults.filled(data, top), "", data)
+        return Text(config_defaults.filled(data, top), "", data)
     name = found[0] if found else str(how["name"])  # type: ignore[index]
     sub = data[name] if found else data if how["flat"] else {}  # type: ignore[index]
     if not isinstance(sub, Mapping):
         return Text(None, name, error=f"{name} is not a mapping")
     # a composite pdlint has no row for (vLLM's own class, remote code) builds a class pdlint cannot name
-    klass = defaults.text_class(top, sub)
-    written, sub = sub, defaults.filled(sub, klass)
+    klass = config_defaults.text_class(top, sub)
+    written, sub = sub, config_defaults.filled(sub, klass)
     if _Config(sub).has("num_attention_heads"):
         return Text(sub, name, written)
-    if klass is None or not defaults.known(klass) or defaults.has_heads(klass):
+    if klass is None or not config_defaults.known(klass) or config_defaults.has_heads(klass):
         named = klass or sub.get("model_type")
         return Text(None, name, unknown=(f"{name} has no num_attention_heads and pdlint does not know the defaults "
                                          f"of its config class (model_type {named!r}, in {top!r})"))
@@ -251,7 +251,7 @@ def derive(data: Mapping[str, Any], release: Release) -> Derived:
     if sub is None:
         return Derived(release, model_type=model_type, error=error, how=(unknown,) if unknown else (),
                        unknown=unknown)
-    hf, text = _Config(defaults.filled(data, model_type)), _Config(sub)
+    hf, text = _Config(config_defaults.filled(data, model_type)), _Config(sub)
     if model_type in types.UNMODELLED.at(release):
         # MODEL_ARCH_CONFIG_CONVERTORS[model_type] reads heads, KV heads and layers from sub-configs of its own
         # (CohereAsr: encoder / transf_decoder, 0.19.0 -; MossAudio: language_config, 0.24.0 -): the generic fields
@@ -268,7 +268,7 @@ def derive(data: Mapping[str, Any], release: Release) -> Derived:
     span = types.span_of(release)
     own = _Config(written or {})
     note = {n: "" if own.has(n) or not text.has(n) else f" (not in the file: the default of "
-            f"{text.get('model_type')}'s config class, {defaults.SOURCE})" for n in ("num_attention_heads", kv_field)}
+            f"{text.get('model_type')}'s config class, {config_defaults.SOURCE})" for n in ("num_attention_heads", kv_field)}
     how = (f"heads: {prefix}num_attention_heads{note['num_attention_heads']}",
            f"KV heads: {prefix if '.' not in kv_field else ''}{kv_field}{note[kv_field]} ({span})",
            f"MLA: model_type {text.get('model_type')!r} and kv_lora_rank "

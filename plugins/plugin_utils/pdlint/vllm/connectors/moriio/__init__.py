@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...history import history
-from ..pair import Problem, Side, family
+from ..pair import Problem, Side
 from ...parallel import tp_ratio_ok
 from ...releases import Release, Timeline
 
@@ -171,7 +171,6 @@ def _mode_note(side: Side) -> str:
     return ""
 
 
-@family("moriio")
 def pair(p: Side, d: Side) -> Iterator[Problem]:
     """Every problem of a MoRIIO pair in the releases its sides run (decode's for READ, prefill's for WRITE)."""
     read = side_read(p) and side_read(d)

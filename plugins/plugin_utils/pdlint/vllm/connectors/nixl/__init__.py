@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from . import layout as nixl_layout, pp as nixl_pp
 from ...history import history
-from ..pair import Problem, Side, family
+from ..pair import Problem, Side
 from ...parallel import tp_ratio_ok
 from ...releases import R, Timeline
 
@@ -102,7 +102,6 @@ def checker(p: Side, d: Side) -> Side:
     return p if is_push(p) else d
 
 
-@family("nixl")
 def pair(p: Side, d: Side) -> Iterator[Problem]:
     """Every problem the pair has in its release (TP pairing, GQA split, replication, PP, block sizes, layout)."""
     yield from tp_ratio(p, d)
