@@ -18,7 +18,7 @@ Lint = Callable[..., list[Finding]]
 
 @pytest.fixture(autouse=True)
 def _no_result_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests see pdlint's uncached answers; tests/test_cache.py turns the cache on where it is the subject."""
+    """Tests see pdlint's uncached answers; tests/cache/test_cache.py turns the cache on where it is the subject."""
     monkeypatch.setenv("PDLINT_NO_CACHE", "1")
     # model facts are looked up in the Hugging Face cache: the machine's own must not change what a test sees
     monkeypatch.setenv("HF_HUB_CACHE", "/nonexistent/pdlint-tests/hf-hub")
@@ -75,6 +75,12 @@ def _no_ansible_cfg(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Te
 
 
 sys.path.insert(0, str(ROOT / "tests"))
+# Test modules are grouped in folders by layer (rules/<room>/, vllm/<concern>/, load/, lsp/, ...) and some import a
+# neighbour's helpers by module name (`from test_vllm_hma import ...`): every test folder is on the path, as the one
+# flat folder was, so an import does not depend on which file pytest collected first.
+for _folder in sorted({p.parent for p in (ROOT / "tests").rglob("test_*.py") if "node_modules" not in p.parts}):
+    if str(_folder) not in sys.path:
+        sys.path.insert(1, str(_folder))
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ _register_action, human_readable_int*) are compiled from vllm/utils.py (<= 0.9.1
 (0.9.2-0.11.0) or vllm/utils/argparse_utils.py (0.11.1+) with only the module's standard-library imports (and
 yaml); `logger` is a stub. The type helpers (optional_type, parse_type, human_readable_int) are lifted from
 vllm/engine/arg_utils.py where the release defines them there. The arguments come from pdlint's table, which
-tests/test_vllm_args.py holds equal to the wheel; the `serve` subcommand is shaped as entrypoints/cli/main.py
+tests/vllm/arguments/test_vllm_args.py holds equal to the wheel; the `serve` subcommand is shaped as entrypoints/cli/main.py
 and serve.py shape it: a top-level parser whose subparsers hold `serve` with the positional model_tag (nargs ?).
 Every argument's default is SUPPRESS, so the Namespace holds exactly what the command line sets.
 """
@@ -168,7 +168,7 @@ def build_api_server(env: dict[str, Any], release: Release) -> Any:
 def build_engine(env: dict[str, Any], release: Release) -> Any:
     """Dynamo's worker's vLLM parser (ai-dynamo/dynamo components/src/dynamo/vllm/arguments/args.py parse_args): a
     FlexibleArgumentParser through AsyncEngineArgs.add_cli_args alone, the arguments the table marks engine (held
-    to vllm/engine/arg_utils.py by tests/test_vllm_args.py); no positional. Dynamo builds it with add_help=False,
+    to vllm/engine/arg_utils.py by tests/vllm/arguments/test_vllm_args.py); no positional. Dynamo builds it with add_help=False,
     but its own parser, which reads the words first, has -h: kept here, as pdlint keeps it."""
     parser = env["FlexibleArgumentParser"](prog="dynamo.vllm")
     for arg in arguments(release).values():

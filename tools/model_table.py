@@ -68,6 +68,9 @@ NEW_ROWS: dict[str, dict[str, Any]] = {
 _NO_CONFIG = ("no real config.json of this model is available to pdlint (aiconfigurator-core 0.12.0 lacks it, and no "
               "transformers config class has its defaults); numbers copied by hand from: ")
 _KEPT = ("aliases", "notes")
+WEIGHT_SOURCE = ("the parameter count of the row's config.json times its torch_dtype's bytes (vllm/model/weights.py): "
+                 "a lower bound of the checkpoint's safetensors metadata.total_size, whose index file pdlint cannot "
+                 "read offline")
 
 
 def wheel(requirement: str, cache: Path) -> Path | None:
@@ -120,7 +123,7 @@ def configs(cache: Path) -> dict[str, tuple[dict[str, Any], str]] | None:
 
 
 def _derived(data: dict[str, Any], source: str) -> dict[str, Any]:
-    from pdlint.vllm.model import chunked, config as model_config, layers as model_layers
+    from pdlint.vllm.model import chunked, config as model_config, layers as model_layers, weights
     from pdlint.vllm.releases import NEWEST
 
     facts = model_config.derive(data, NEWEST)
@@ -139,6 +142,14 @@ def _derived(data: dict[str, Any], source: str) -> dict[str, Any]:
     row["num_layers"] = model_layers.num_layers(data, NEWEST)
     if kinds:
         row["layer_kinds"] = model_layers.run_length(kinds)
+    if facts.head_size is not None:
+        row["head_size"] = facts.head_size
+    if facts.max_len is not None:
+        row["max_model_len"] = facts.max_len
+    size = weights.weight_bytes(data)
+    if size is not None:
+        row["weight_bytes"] = size
+        row["weight_source"] = WEIGHT_SOURCE
     row["source"] = source
     row["derived_by"] = f"pdlint's derivation as vLLM {NEWEST} (vllm/model_config.derive, vllm/model_layers)"
     return row

@@ -17,7 +17,7 @@ from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine impo
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.report import reporters as report
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import requires
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.vllm import releases
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config.value import (
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config.configuration import (
     DEFAULT,
     Config,
     ConfigError,

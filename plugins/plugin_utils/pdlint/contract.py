@@ -17,6 +17,7 @@ VERSION_PATTERN = (r"^\s*[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?(?:a|b
                    r"(?:[.-]?dev\d+)?(?:\+[0-9A-Za-z.]+)?\s*$")
 PRE_RELEASE = r"(?:a|b|rc|dev)\d+"
 INT_STRING = r"^\s*[0-9]+\s*$"
+NUMBER_STRING = r"^\s*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*$"  # float() of digits with one point
 TEMPLATE = r"(\{\{|\{%|\{#)"  # hostvars.is_template's start strings: Ansible renders comments too
 
 
@@ -192,6 +193,14 @@ VARIABLES: tuple[Var, ...] = (
     Var("model_has_ssm", {"type": "boolean"}, "Model has SSM / linear-attention layers (hybrid)."),
     Var("model_sliding_window", {"anyOf": [int_schema(1, 2**31 - 1), {"type": "null"}]}, "Sliding-window size, or null."),
     Var("host_gpu_count", int_schema(0, MAX_SIZE), "GPUs on the node.", None, in_instances=False),
+    Var("host_gpu_memory_gib", {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SIZE},
+                                          {"type": "string", "pattern": NUMBER_STRING}]},
+        "Memory of each GPU on the node in GiB, as the runtime reports it (torch.cuda.mem_get_info's total); "
+        "default from vllm_host_gpu_type.", None, in_instances=False, expect="a number of GiB above 0"),
+    Var("host_gpu_type", {"type": "string", "minLength": 1},
+        "The node's GPU (H100-SXM, A100-80GB, MI300X, ... or the name the runtime reports, `NVIDIA H100 80GB "
+        "HBM3`; docs/gpus.md lists them); fills vllm_host_gpu_memory_gib when that is unset.", None,
+        in_instances=False),
 )
 
 HOST_ONLY = (

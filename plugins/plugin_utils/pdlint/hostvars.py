@@ -81,19 +81,47 @@ def is_template(text: str) -> bool:
 T = TypeVar("T")
 
 
+class IdentityMemo(Generic[T]):
+    """Results keyed by the identity of the objects they were made from, with a plain hashable beside them: the
+    loaders hand every host of a group the group's value objects, so a result made for one host's objects is the
+    result for all of them. Each entry holds its objects, so an id is never taken for another object's while the
+    entry lives. limit: entries kept before the memo starts over (None: unbounded, one run's worth)."""
+
+    __slots__ = ("entries", "limit")
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.entries: dict[tuple[tuple[int, ...], Hashable], tuple[tuple[object, ...], T]] = {}
+        self.limit = limit
+
+    def get(self, objects: tuple[object, ...], plain: Hashable = None) -> tuple[T] | None:
+        """(the result,) made from these very objects (and plain), or None."""
+        entry = self.entries.get((tuple(map(id, objects)), plain))
+        if entry is None or any(a is not b for a, b in zip(entry[0], objects, strict=True)):
+            return None
+        return (entry[1],)
+
+    def put(self, objects: tuple[object, ...], result: T, plain: Hashable = None) -> T:
+        if self.limit is not None and len(self.entries) >= self.limit:
+            self.entries.clear()
+        self.entries[(tuple(map(id, objects)), plain)] = (objects, result)
+        return result
+
+
 class Profiles(Generic[T]):
     """Results of work done once per shared profile: the loaders hand hosts of one group chain without variables of
-    their own one values dict and one origins dict, so such hosts differ in their name alone. Each entry holds the
-    first host it was made for (its dicts' ids are not reused while the entry lives)."""
+    their own one values dict and one origins dict, so such hosts differ in their name alone. A profile is those
+    two dicts (by identity) and plain(hv), what else the work reads (default: which variables are hidden); each
+    entry holds the first host it was made for."""
 
-    def __init__(self, key: Callable[[HostVars], Hashable] | None = None) -> None:
-        self.key = key or (lambda hv: (id(hv.values), id(hv.origins), hv.hidden))
-        self.made: dict[Hashable, tuple[HostVars, T]] = {}
+    def __init__(self, plain: Callable[[HostVars], Hashable] | None = None) -> None:
+        self.plain = plain or (lambda hv: hv.hidden)
+        self.made: IdentityMemo[tuple[HostVars, T]] = IdentityMemo()
 
     def get(self, hv: HostVars) -> tuple[HostVars, T] | None:
         """(the host it was made for, the result) for hv's profile, if made."""
-        return self.made.get(self.key(hv))
+        found = self.made.get((hv.values, hv.origins), self.plain(hv))
+        return found[0] if found is not None else None
 
     def put(self, hv: HostVars, result: T) -> T:
-        self.made[self.key(hv)] = (hv, result)
+        self.made.put((hv.values, hv.origins), (hv, result), self.plain(hv))
         return result

@@ -2,7 +2,7 @@
 
 --kv-transfer-config is parsed with `TypeAdapter(KVTransferConfig).validate_json` (0.9.1+) or
 `KVTransferConfig.model_validate_json` (0.8.5): pydantic's lax mode, which converts 14580.0 and "14580" to an int
-field, "1e9" to a float field, "yes" to a bool field, and no number to a str field. tests/test_vllm_kv_lax.py runs
+field, "1e9" to a float field, "yes" to a bool field, and no number to a str field. tests/vllm/connectors/test_vllm_kv_lax.py runs
 pydantic itself on the field types lifted from each release and compares. Pure: pydantic is not imported.
 """
 from __future__ import annotations

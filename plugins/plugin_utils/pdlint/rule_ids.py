@@ -2,7 +2,7 @@
 
 The config file and --select/--ignore are checked before pdlint looks up a cached result of the same run, so
 a run whose result is cached never imports the rules, the vllm layer or the schema (a third of a warm run's
-time). tests/test_config.py holds this list equal to rules.REGISTRY.
+time). tests/cli/test_config.py holds this list equal to rules.REGISTRY.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ IDS = frozenset((
     "gpu[count]",
     "gpu[overlap]", "gpu[oversubscribed]", "gpu[unused]", "inventory[group-name]", "inventory[no-pd-hosts]", "inventory[unmatched-vars]",
     "kv-heads[moriio-replicated]", "kv-heads[nixl-prefill-replicated]", "kv-role[invalid]", "kv-role[missing]",
-    "kv-role[moriio-explicit]", "kv-role[side]", "load-error", "model-facts", "multinode[dp-ranks]",
+    "kv-role[moriio-explicit]", "kv-role[side]", "load-error", "memory[gpu-type]", "memory[kv-cache]",
+    "memory[kv-capacity]", "memory[margin]", "memory[max-model-len]", "memory[weights]", "model-facts", "multinode[dp-ranks]",
     "multinode[nodes]", "multinode[shape]", "nixl[side-channel-host]", "parallel[dp-local]", "parallel[dp-rank]",
     "parallel[nnodes]", "parallel[node-rank]",
     "pd-mismatch[block-size]", "pd-mismatch[dtype]", "pd-mismatch[hma]", "pd-mismatch[kv-cache-dtype]",

@@ -42,6 +42,7 @@ class Memo:
         self.used: set[str] = set()
         self.cwd = _cwd()
         self.prefixed: Any = None  # the fast loader's last per-variable origins (kept by the language server)
+        self.checked: Any = None  # the last check's engine.core.Result, the next one's `before` (the same)
         # Memory only: each file's stat when it was read, its digest and when it was read (see unchanged()).
         self.stats: dict[str, tuple[tuple[int, ...], bytes, int]] = {}
         self.racy_ns = RACY_NS

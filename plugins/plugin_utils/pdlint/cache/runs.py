@@ -27,7 +27,7 @@ from typing import Any
 
 from ..load.preflight import fingerprints
 from ..load import preflight
-from ..load.fast import ansible_cfg as fast_config
+from ..load.fast import ansible_cfg
 from ..load.preflight.fingerprints import RACY_NS, digest
 from ..load.preflight.layout import source_dir
 from . import store
@@ -60,7 +60,7 @@ _HF_ENV = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
 
 
 def _cfg() -> tuple[str, int, int, int, int] | None:
-    return stamp(fast_config.config_file())
+    return stamp(ansible_cfg.config_file())
 
 
 def _ansible() -> tuple[str, int, int] | None:
@@ -117,17 +117,19 @@ def _racy(files: Fingerprint, started: int) -> list[tuple[str, bytes | None]]:
 
 
 def put(e: Entry, outcome: Outcome) -> None:
-    """Store outcome, unless a file changed while it was computed (asked by stat, without a walk: a file added
-    meanwhile changes the next run's key anyway)."""
+    """Store outcome, unless a recently modified file changed while it was computed. No second stat pass: the key
+    holds every file's stat from before it was read, so a file changed meanwhile has another stat at the next
+    run's walk (no reuse), unless the change kept it, which only a file modified within the racy window can do,
+    and those are compared by content here and on reuse."""
     racy = _racy(e.files, e.started)
-    if racy != e.racy or fingerprints.fingerprints(e.sources, e.limits, known=e.files) != e.files:
+    if racy != e.racy:
         return
     store.write(e.slot, (e.key, racy, [store.row(f) for f in outcome.findings], [store.row(f) for f in outcome.suppressed],
                          outcome.hosts, outcome.deployments, outcome.assumed, list(outcome.notes),
                          [list(w) for w in outcome.watched]))
     if outcome.state is not None:  # the files' stats without their paths, which the key holds
         store.write(units_key(e), (store.name(tuple(path for path, *_unused in e.files)), [f[1:] for f in e.files],
-                                   racy, outcome.state), units_folder())
+                                   racy, outcome.state.data()), units_folder())
 
 
 def units_key(e: Entry) -> str:

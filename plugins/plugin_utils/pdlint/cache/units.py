@@ -4,7 +4,7 @@ The schema and the model build work host by host; every rule compares instances 
 inventory host or node (ports, GPUs), or sharing an explicit engine_id. Hosts linked by any of these are one
 unit, and the findings of checking the units one by one, merged, are those of checking them all together.
 A run after an edit checks again only the units whose hosts read an edited file (incremental.py).
-tests/test_incremental.py holds every rule to this on the examples, the fixtures and random inventories.
+tests/cache/test_incremental.py holds every rule to this on the examples, the fixtures and random inventories.
 """
 from __future__ import annotations
 

@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 
 from .. import NEWEST_VLLM
 from ..cache.outcome import Outcome, stamp, watch
-from ..config import value as configuration
-from ..config.value import Config
+from ..config import configuration
+from ..config.configuration import Config
 from ..finding import Finding
 from ..load.preflight import guard
 from ..load.errors import no_hosts
 from ..load.preflight.gc_pause import gc_paused
 from ..load.preflight.layout import absolute_sources
 from ..load.model_files import Files
-from ..report import reporters as report
+from ..report import reporters
 from . import commands, pipe
 from .inputs import Unusable, inventory_for, load_options, playbook_of, prepare, with_playbook  # noqa: F401 - inventory_for: the hook's entry point
 from .options import parser
@@ -146,10 +146,10 @@ def _lint(args: argparse.Namespace) -> int:
             entry = _entry(args, sources, config)
             outcome = _through(args, entry, lambda: _outcome(args, sources, config, notes, entry))  # noqa: B023 - called here
         except LoadError as exc:
-            sys.stdout.write(report.REPORTERS[fmt]([exc.finding], None))
+            sys.stdout.write(reporters.REPORTERS[fmt]([exc.finding], None))
             return 2
         except _NoHosts:
-            sys.stdout.write(report.REPORTERS[fmt]([*notes, no_hosts(sources)], None))
+            sys.stdout.write(reporters.REPORTERS[fmt]([*notes, no_hosts(sources)], None))
             return 2
         findings.extend(outcome.findings)
         suppressed.extend(outcome.suppressed)
@@ -158,10 +158,11 @@ def _lint(args: argparse.Namespace) -> int:
         assumed = assumed or outcome.assumed
     findings.sort()
     suppressed.sort()
-    sys.stdout.write(report.REPORTERS[fmt](findings, suppressed if args.show_suppressed else None))
+    sys.stdout.write(reporters.REPORTERS[fmt](findings, suppressed if args.show_suppressed else None))
     if fmt in ("text", "github"):
-        sys.stdout.write(report.summary(findings, hosts, deployments, time.perf_counter() - started, len(suppressed),
-                                        assumed=NEWEST_VLLM if assumed else None))
+        took = time.perf_counter() - started
+        sys.stdout.write(reporters.summary(findings, hosts, deployments, took, len(suppressed),
+                                           assumed=NEWEST_VLLM if assumed else None))
     failing = ("error", "warning") if config.strict else ("error",)
     return 1 if any(f.severity in failing for f in findings) else 0
 

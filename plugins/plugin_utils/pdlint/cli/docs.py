@@ -13,7 +13,8 @@ SAME_IN_EVERY_RELEASE = frozenset((
     "inventory[no-pd-hosts]",
     "deployment[role-conflict]", "deployment[incomplete]", "tp[heads]", "tp[kv-heads]",
     "engine-id[duplicate]", "gpu[oversubscribed]", "gpu[overlap]", "gpu[count]", "gpu[unused]", "multinode[shape]",
-    "multinode[nodes]", "multinode[dp-ranks]", "vllm-args[conflict]",
+    "multinode[nodes]", "multinode[dp-ranks]", "vllm-args[conflict]", "memory[gpu-type]",
+    "memory[max-model-len]",
 ))
 # Rules bound to connectors whose behaviour did not change while the connector existed (read in every release).
 SAME_WHILE_REGISTERED = {
@@ -50,11 +51,11 @@ def release_table(rule_id: str) -> str:
         return (f"Across vLLM releases: each release's own parser decides ({every}): its arguments, aliases and "
                 "switches (vllm/data/args.json, read from each wheel), and how FlexibleArgumentParser rewrites the "
                 "line (underscores, dotted keys from 0.9.2, -O, --config, the model's slot); "
-                "tests/test_vllm_cmdline_differential.py holds pdlint's reading to each release's own.\n")
+                "tests/vllm/arguments/test_vllm_cmdline_differential.py holds pdlint's reading to each release's own.\n")
     if rule_id == "connector[extra-key]":
         return (f"Across vLLM releases: each release's own kv_connector/v1/ source decides ({every}): the keys each "
                 "connector reads (vllm/data/extra_keys.json, read from each wheel; NIXL reads none before 0.11.0, "
-                "kv_lease_duration from 0.22.0; MoRIIO read_mode from 0.23.0); tests/test_vllm_extra_keys.py holds "
+                "kv_lease_duration from 0.22.0; MoRIIO read_mode from 0.23.0); tests/vllm/connectors/test_vllm_extra_keys.py holds "
                 "the table to each release's source.\n")
     timelines = history.timelines(rule_id)
     if not timelines and rule_id in SAME_WHILE_REGISTERED:

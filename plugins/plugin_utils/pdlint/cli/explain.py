@@ -7,14 +7,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..config import value as configuration
+from ..config import configuration
 from ..engine import core as engine
 from ..explain.compute import explain as compute
 from ..explain.compute import mapped_lines
 from ..explain.formats import FORMATS
 from ..explain.model import Explanation
 from ..finding import Finding
-from ..report import reporters as report
+from ..report import reporters
 from .options import UNUSED_BY_EXPLAIN
 
 
@@ -48,7 +48,7 @@ def model(args: argparse.Namespace) -> Explanation | int:
     try:
         project = playbook_of(config)
     except LoadError as exc:
-        sys.stderr.write(report.text([exc.finding]))
+        sys.stderr.write(reporters.text([exc.finding]))
         return 2
     kept = keep_names(config.variables)
     if project is not None:
@@ -58,7 +58,7 @@ def model(args: argparse.Namespace) -> Explanation | int:
     parts = []
     for sources in groups:
         notes: list[Finding] = []
-        loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(report.text(found)), kept)
+        loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(reporters.text(found)), kept)
         if loaded is None:
             return 2
         loaded = with_playbook(loaded, project, notes)

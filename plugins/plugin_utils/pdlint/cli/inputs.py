@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import files as configfile
-from ..config.value import Config, names
+from ..config.configuration import Config, names
 from ..finding import Finding
 from ..hostvars import HostVars
 from ..load.preflight import guard
@@ -131,7 +131,7 @@ class Unusable(Exception):
 
 def prepare(args: argparse.Namespace, command: str = "pdlint") -> tuple[Config, list[list[str]]]:
     """The configuration and the inventories of a run (ansible-core made safe first); Unusable says why not."""
-    from ..config.value import ConfigError
+    from ..config.configuration import ConfigError
     from ..load.preflight import safety
 
     safety.configure(args.allow_inventory_plugins)  # before anything imports ansible-core

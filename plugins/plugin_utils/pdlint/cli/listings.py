@@ -3,10 +3,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ..config import value as configuration
+from ..config import configuration
 from ..rule_ids import family
 from ..rules import REGISTRY
+
+if TYPE_CHECKING:
+    from ..topology.types import ModelFacts
 
 
 def rules(ids: Sequence[str]) -> int:
@@ -79,5 +83,19 @@ def _table(words: Sequence[str]) -> int:
         if words:  # one model asked for: its layer mix too (a PP stage's share: vllm/model_layers.stage_layers)
             kinds = run_length(f.layer_kinds) if f.layer_kinds else "unknown"
             sys.stdout.write(f"  layer kinds: {kinds}\n")
+            sys.stdout.write(_memory(f))
         sys.stdout.write(f"  source: {source}\n")
     return 0
+
+
+def _memory(facts: ModelFacts) -> str:
+    """The weights and KV bytes per token the memory rules use (vllm/model/memory.py)."""
+    from ..vllm.model.memory import GIB, kv_bytes_per_token
+
+    weights = (f"{facts.weight_bytes:,} bytes ({facts.weight_bytes / GIB:.2f} GiB; {facts.weight_source})"
+               if facts.weight_bytes else "unknown")
+    per_token = kv_bytes_per_token(facts)
+    kv = (f"{per_token:,} bytes per token at TP 1 in bf16 ({'one MLA latent' if facts.mla else 'K and V'} per "
+          "attention layer)" if per_token else "unknown")
+    return f"  weights: {weights}\n  KV cache: {kv}\n"
+

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from .. import NEWEST_VLLM, __version__
 from ..load.preflight import guard
-from ..report import reporters as report
+from ..report import reporters
 
 
 def _size(text: str) -> int:
@@ -39,7 +39,7 @@ def _epilog() -> str:
               "models/) to check a folder named models.\n")
 
 
-def parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(report.REPORTERS)),
+def parser(prog: str = "pdlint", formats: Sequence[str] = tuple(sorted(reporters.REPORTERS)),
            description: str = "Lint vLLM prefill/decode topologies in Ansible inventories.",
            format_help: str = "output format (default: text, or github when GITHUB_ACTIONS=true)",
            lint: bool = True) -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""The one error a configuration raises (its own module: value.py and models.py both raise it)."""
+"""The one error a configuration raises (its own module: configuration.py and models.py both raise it)."""
 from __future__ import annotations
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..paths import display, git_root
-from .value import DEFAULT, Config, ConfigError, parse
+from .configuration import DEFAULT, Config, ConfigError, parse
 
 if TYPE_CHECKING:
     from .variables import Lines

@@ -4,8 +4,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..config import value as configuration
-from ..config.value import Config
+from ..config import configuration
+from ..config.configuration import Config
 from ..finding import Finding, Origin, rehosted
 from ..hostvars import HostVars, Profiles
 from ..launch import stage as launch
@@ -14,25 +14,21 @@ from ..load.model_files import Files
 from ..rules import CHECKS
 from ..schema import check as schema
 from ..topology.build import build
-from ..topology.types import Topology
+from ..topology.types import Bodies, Topology
 from . import redact, suppress
 from .model_facts import Lookup
 
-_last_seen: schema.Seen = {}  # the previous check's values (schema.check's `before`), one check's worth
 
-
-def _schema(hosts: Sequence[HostVars], own: tuple[str, ...] = ()) -> list[Finding]:
-    global _last_seen
-    seen: schema.Seen = {}
+def _schema(hosts: Sequence[HostVars], own: tuple[str, ...], seen: schema.Seen,
+            before: schema.Seen | None) -> list[Finding]:
     profiles: Profiles[list[Finding]] = Profiles()  # a shared profile is checked once, reported for each host
     found: list[Finding] = []
     for hv in hosts:
         known = profiles.get(hv)
         if known is None:
-            found.extend(profiles.put(hv, list(schema.check(hv, seen, _last_seen, own))))
+            found.extend(profiles.put(hv, list(schema.check(hv, seen, before, own))))
         else:
             found.extend(rehosted(known[1], known[0].host, hv.host))
-    _last_seen = seen
     return found
 
 
@@ -76,6 +72,8 @@ class Result:
     # (absolute): a cached result depends on them
     model_files: tuple[str, ...] = ()
     hosts: tuple[HostVars, ...] = ()  # as checked: after the launch stage (the `variables:` mapping applied)
+    # each value's schema problems, by the value's identity: the next check's `before` (the language server's)
+    seen: schema.Seen | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def settled(self, notes: Iterable[Finding]) -> list[Finding]:
         """The loader's notes, without its "no host takes part" warning once the mapping made hosts take part
@@ -106,22 +104,29 @@ def _default_version(hosts: Sequence[HostVars], config: Config) -> list[HostVars
 
 
 def lint(hosts: Sequence[HostVars], config: Config = configuration.DEFAULT, files: Files | None = None,
-         overlay: Mapping[str, str] | None = None) -> Result:
+         overlay: Mapping[str, str] | None = None, before: Result | None = None,
+         bodies: Bodies | None = None) -> Result:
     """Every finding for these hosts under config: pdlint_skip splits them, select/ignore/severity apply to both.
 
     Model facts come from the inventory, config's `models:` table, config.json files where files says to look
     (None: nowhere; the CLI, the play and the language server pass Files.of(sources)), then pdlint's table.
-    overlay ({absolute path: text}, the editor's unsaved buffers) is read for the files the hosts were loaded from."""
+    overlay ({absolute path: text}, the editor's unsaved buffers) is read for the files the hosts were loaded from.
+    before: the previous check's result (the language server's): values an edit did not touch (the file memo gives
+    the same objects again) are not validated again.
+    bodies: the last check's topology's bodies_known ({} the first time), when the caller checks again after an
+    edit (the language server): what the rules found per body for an engine the edit did not change is kept."""
     launched = launch.prepare(_default_version(hosts, config), config, overlay)
     hosts = launched.hosts
     models = Lookup(config, files)
-    topology, problems = build(hosts, models)
-    found = launched.findings + _schema(hosts, config.own_variables) + problems + models.problems
+    topology, problems = build(hosts, models, bodies)
+    seen = schema.Seen()
+    found = launched.findings + _schema(hosts, config.own_variables, seen, before.seen if before else None)
+    found += problems + models.problems
     for rule in CHECKS:
         found.extend(rule.check(topology))
     found = merge(found)
     kept, suppressed = finish(found, suppress.entries(hosts), redact.secret_texts(hosts), config)
-    return Result(kept, suppressed, topology, found, (*models.files, *launched.files), tuple(hosts))
+    return Result(kept, suppressed, topology, found, (*models.files, *launched.files), tuple(hosts), seen)
 
 
 def finish(found: list[Finding], marks: Sequence[suppress.Entry], secrets: set[str],

@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config.value import DEFAULT, Config
+from ..config.configuration import DEFAULT, Config
 from ..finding import Finding, Origin
 from ..load import model_files
 from ..load.model_files import Files
 from ..paths import display
 from ..topology import facts
 from ..topology.types import ModelFacts
-from ..vllm.model import chunked, config as model_config, layers as model_layers
+from ..vllm.model import chunked, config as model_config, layers as model_layers, weights
 from ..vllm.releases import Release, of_version
 
 if TYPE_CHECKING:  # a config with a `models:` table imports it
@@ -41,7 +41,8 @@ def from_config(data: Mapping[str, Any], path: str, release: Release) -> tuple[M
                        ssm=True if derived.kv_heads and {"mamba", "linear"} & set(kinds or ()) else
                        False if chunked.plain_llama4(data) else None,
                        sliding_window=derived.sliding_window, layers=model_layers.num_layers(data, release),
-                       layer_kinds=kinds, attention_chunk_size=chunked.chunk_size(data, release), source=source)
+                       layer_kinds=kinds, attention_chunk_size=chunked.chunk_size(data, release),
+                       head_size=derived.head_size, max_len=derived.max_len, source=source)
     return dataclasses.replace(found, where=facts.where(found, source)), None, derived.unknown
 
 
@@ -122,6 +123,14 @@ class Lookup:
             self._problem(read.path, read.error or "not a JSON object")
             return ModelFacts()
         derived, error, unknown = from_config(read.config, read.path, release)
+        size, index = model_files.weight_bytes(Path(read.path))
+        self.files[index] = None  # the run cache stats it: an index downloaded later changes the answer
+        if size is not None and error is None:
+            derived = dataclasses.replace(derived, weight_bytes=size, weight_source=f"{index} metadata.total_size")
+        elif error is None and weights.weight_bytes(read.config) is not None:  # no index: the parameter count
+            derived = dataclasses.replace(derived, weight_bytes=weights.weight_bytes(read.config),
+                                          weight_source=f"the parameter count of {read.path} (a lower bound; no "
+                                                        f"{model_files.INDEX} beside it)")
         if error is not None:
             self._problem(read.path, error)
         if unknown is not None:  # the warning says why the file it found did not tell
@@ -139,8 +148,8 @@ class Lookup:
 
 def _fill(found: ModelFacts, table: ModelFacts) -> ModelFacts:
     """found, with the facts it does not know (a config.json never says whether a model is hybrid) from table."""
-    missing = {n: getattr(table, n) for n in (*facts.FACTS, *facts.LAYER_FACTS)
-               if getattr(found, n) is None and getattr(table, n) is not None}
+    missing = {n: getattr(table, n) for n in (*facts.FACTS, *facts.LAYER_FACTS, *facts.MEMORY_FACTS)
+               if getattr(found, n) in (None, "") and getattr(table, n) not in (None, "")}
     if not missing or not found.where:
         return found
     where = (*found.where, *((n, s) for n, s in table.where if n in missing))

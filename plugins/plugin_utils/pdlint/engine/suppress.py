@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from ..config.value import families, is_rule_name
+from ..config.configuration import families, is_rule_name
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
 from ..rule_ids import family, named

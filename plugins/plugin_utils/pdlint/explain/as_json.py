@@ -31,7 +31,9 @@ def _plain(value: Any) -> Any:
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
                 if f.name not in _CLASS_ONLY or getattr(value, f.name)}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        # an engine's memory only where it is known: the shape of every other engine stays as it was
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not (f.name == "memory" and getattr(value, f.name) is None)}
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     return value

@@ -11,9 +11,10 @@ from ..rules.pair.pairs import Block, blocks, judged
 from ..topology.types import Deployment, Engine, Topology
 from ..vllm.connectors import moriio, nixl, ports, ranks, registry
 from ..vllm import parallel, parallel_config
+from ..vllm.model import memory
 from ..vllm.connectors import pair as vpair
 from ..vllm.releases import DEFAULT, resolve
-from .model import DeploymentView, EngineView, Explanation, Link, ModelView, PairView, Port, Worker
+from .model import DeploymentView, EngineView, Explanation, Link, MemoryView, ModelView, PairView, Port, Worker
 from .vaulted import MASK, RANK_MAP, SHAPE, WHY, Vault
 from .why import why
 
@@ -156,7 +157,24 @@ def _engine(e: Engine, findings: tuple[Finding, ...], vault: Vault) -> EngineVie
                       vault.value(every, "tensor_parallel_size", lead.tp),
                       vault.value(every, "pipeline_parallel_size", lead.pp),
                       vault.value(every, "data_parallel_size", lead.dp), vault.value(every, "nnodes", lead.nnodes),
-                      e.hosts, tuple(workers), binds, findings)
+                      e.hosts, tuple(workers), binds, findings, _memory(e, vault))
+
+
+_SIZING = ("host_gpu_memory_gib", "host_gpu_type", "max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes",
+           "cpu_offload_gb", "decode_context_parallel_size", "model", *SHAPE)
+
+
+def _memory(e: Engine, vault: Vault) -> MemoryView | None:
+    """The lead worker's figures; none where a value they read is vaulted."""
+    found = memory.fit(e.lead)
+    if found is None or found.gpu is None or found.budget is None or vault.any(e.instances, *_SIZING):
+        return None
+    room = found.available
+    capacity = found.capacity()
+    fits = found.longest(room, 1 << 24) if room is not None and found.layers else None
+    return MemoryView(round(found.gpu / memory.GIB, 2), round(found.budget / memory.GIB, 2), found.utilization,
+                      None if found.weights is None else round(found.weights / memory.GIB, 2), found.per_token,
+                      capacity, found.max_model_len, fits)
 
 
 def _masked_pair(view: PairView, ps: tuple[Engine, ...], ds: tuple[Engine, ...], vault: Vault) -> PairView:

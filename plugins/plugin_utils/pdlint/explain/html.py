@@ -141,6 +141,8 @@ def deployment(dep: DeploymentView, is_open: bool) -> str:
            _table(("role", "engine", "hosts", "TP", "PP", "DP", "connector", "GPUs"),
                   [(e.role, e.name, ", ".join(e.hosts), e.tp, e.pp, e.dp, e.connector or "-", gpus(e))
                    for e in dep.engines]),
+           *(f'<p class="memory">memory of <code>{_e(e.name)}</code> (one worker): {_e(e.memory.text)}</p>'
+             for e in dep.engines if e.memory is not None),
            "<h3>GPUs</h3>", _gpu_grid(dep), "<h3>Rank maps</h3>"]
     out += [_pair(p, engines) for p in dep.pairs]
     engine_findings = [f for e in dep.engines for f in e.findings]

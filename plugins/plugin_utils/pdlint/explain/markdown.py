@@ -50,6 +50,8 @@ def deployment(dep: DeploymentView) -> list[str]:
            "| role | engine | hosts | TP | PP | DP | connector | GPUs |", "|---|---|---|---|---|---|---|---|"]
     out += [f"| {e.role} | `{code(e.name)}` | {cell(', '.join(e.hosts))} | {cell(e.tp)} | {cell(e.pp)} | {cell(e.dp)} | "
             f"{cell(e.connector or '-')} | {cell(gpus(e))} |" for e in dep.engines]
+    out += [f"- memory of `{code(e.name)}` (one worker): {cell(e.memory.text)}" for e in dep.engines
+            if e.memory is not None]
     out += ["", "| prefill -> decode | status | rank map | acks per prefill rank | findings |", "|---|---|---|---|---|"]
     for p in dep.pairs:
         status = "**rejected**" if p.status == "rejected" else "ok"

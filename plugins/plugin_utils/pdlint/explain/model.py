@@ -29,6 +29,33 @@ class Port:
 
 
 @dataclasses.dataclass(frozen=True)
+class MemoryView:
+    """One worker's memory as the memory rules size it (vllm/model/memory.py); None where pdlint cannot tell."""
+
+    gpu_gib: float
+    budget_gib: float  # gpu x gpu_memory_utilization
+    utilization: float
+    weights_gib: float | None  # per rank
+    kv_bytes_per_token: int | None  # per rank
+    kv_capacity_tokens: int | None
+    max_model_len: int | None
+    fits_max_model_len: int | None  # the longest max_model_len whose one sequence fits
+
+    @property
+    def text(self) -> str:
+        def gib(value: float | None) -> str:
+            return "?" if value is None else f"{value:.2f} GiB"
+
+        def num(value: int | None) -> str:
+            return "?" if value is None else f"{value:,}"
+
+        return (f"GPU {gib(self.gpu_gib)} x {self.utilization} = budget {gib(self.budget_gib)}; weights "
+                f"{gib(self.weights_gib)} per rank; KV {num(self.kv_bytes_per_token)} bytes per token per rank; KV "
+                f"capacity {num(self.kv_capacity_tokens)} tokens; max_model_len {num(self.max_model_len)}, "
+                f"{num(self.fits_max_model_len)} fits")
+
+
+@dataclasses.dataclass(frozen=True)
 class EngineView:
     """One engine (maybe over several hosts) as vLLM will start it."""
 
@@ -44,6 +71,7 @@ class EngineView:
     workers: tuple[Worker, ...]
     ports: tuple[Port, ...]
     findings: tuple[Finding, ...]
+    memory: MemoryView | None = None  # None: the GPU's memory is unknown (or vaulted)
 
 
 @dataclasses.dataclass(frozen=True)

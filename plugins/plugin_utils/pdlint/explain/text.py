@@ -128,6 +128,12 @@ def deployment_lines(dep: DeploymentView, colour: bool) -> list[str]:
     out += table(("host", "engine", "devices", "workers (DP/PP/TP ranks)"),
                  [(h, e.name, spans([w.gpu for w in e.workers if w.host == h]), workers(e, h))
                   for e in dep.engines for h in sorted({w.host for w in e.workers})])
+    sized = [e for e in dep.engines if e.memory is not None]
+    if sized:
+        out.append("  memory (one worker)")
+        for e in sized:
+            out += textwrap.wrap(f"{e.name}: {e.memory.text if e.memory else ''}", WIDTH, initial_indent="    ",
+                                 subsequent_indent="      ", break_on_hyphens=False)
     for e in dep.engines:
         if e.findings:
             out.append(f"  engine {e.name}:")

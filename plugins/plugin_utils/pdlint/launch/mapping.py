@@ -14,13 +14,13 @@ from typing import Any
 
 from ..config.variables import Mapped
 from ..finding import Finding, Origin
-from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant, is_template
+from ..hostvars import KEY, HostVars, IdentityMemo, Path, Unresolved, is_relevant, is_template
 
 # Rendering costs ~1 ms per expression and host; the hosts of a group share their value objects (the loaders give
-# every host the group's), so a rendering is memoized by the expression and the identity of what it reads. Entries
-# hold those values, so an id is never reused while its entry lives; the memo is bounded.
-_MEMO: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...]]] = {}
-_MEMO_SIZE = 50_000
+# every host the group's), so a rendering is memoized (Memo, one per launch stage run) by the expression and the
+# identity of what it reads.
+Memo = IdentityMemo[Any]
+MEMO_SIZE = 50_000
 MAGIC = frozenset(("group_names", "inventory_hostname", "groups"))  # given by Ansible, never kept from files
 # the templar's own globals (ansible-core 2.19's JinjaPluginIntercept/globals, Jinja's defaults): never a host's
 _GLOBALS = frozenset(("lookup", "query", "q", "now", "undef", "omit", "range", "dict", "lipsum", "cycler", "joiner",
@@ -143,27 +143,19 @@ class _Out:
     notes: dict[Path, str]
 
 
-def _rendered(hv: HostVars, m: Mapped, render: _Render) -> tuple[frozenset[str], Any]:
+def _rendered(hv: HostVars, m: Mapped, render: _Render, memo: Memo) -> tuple[frozenset[str], Any]:
     """(the host variables m reads, its value for hv), from the memo when the same inputs were rendered."""
-    parsed = _MEMO.get((id(m),))
-    if parsed is None:
-        parsed = (_parsed(m.expression), (m,))
-        _MEMO[(id(m),)] = parsed
-    names: frozenset[str] = parsed[0]
+    parsed = memo.get((m,), "names")
+    names: frozenset[str] = parsed[0] if parsed is not None else memo.put((m,), _parsed(m.expression), "names")
     inputs = tuple(hv.values.get(n) for n in sorted(names - MAGIC))
-    key = (id(m), *map(id, inputs), hv.groups if "group_names" in names else None,
-           hv.host if "inventory_hostname" in names else None)
-    found = _MEMO.get(key)
-    if found is None or found[1][0] is not m:
-        if len(_MEMO) > _MEMO_SIZE:
-            _MEMO.clear()
-        found = (render(m.expression), (m, *inputs))
-        _MEMO[key] = found
-    return names - MAGIC, found[0]
+    plain = (hv.groups if "group_names" in names else None, hv.host if "inventory_hostname" in names else None)
+    found = memo.get((m, *inputs), plain)
+    value = found[0] if found is not None else memo.put((m, *inputs), render(m.expression), plain)
+    return names - MAGIC, value
 
 
-def _one(hv: HostVars, m: Mapped, out: _Out, render: _Render) -> None:
-    read, value = _rendered(hv, m, render)
+def _one(hv: HostVars, m: Mapped, out: _Out, render: _Render, memo: Memo) -> None:
+    read, value = _rendered(hv, m, render, memo)
     if value is _UNSET:
         return
     if isinstance(value, Unresolved):
@@ -187,9 +179,11 @@ def _one(hv: HostVars, m: Mapped, out: _Out, render: _Render) -> None:
         out.secrets.add((m.name,))  # a vaulted input makes the mapped value a secret (engine/redact.py)
 
 
-def apply(hv: HostVars, variables: Sequence[Mapped]) -> tuple[HostVars, list[Finding]]:
+def apply(hv: HostVars, variables: Sequence[Mapped], memo: Memo | None = None) -> tuple[HostVars, list[Finding]]:
     """hv with the mapped contract variables set (its own contract variables win) and the names only the mapping
-    read dropped; the findings are the unresolved values the topology does not report itself."""
+    read dropped; the findings are the unresolved values the topology does not report itself. memo: shared by
+    the hosts of one run (renderings of the same expression over the same value objects are made once)."""
+    memo = memo if memo is not None else Memo(MEMO_SIZE)
     if not variables:
         return hv, []
     out = _Out({k: v for k, v in hv.values.items() if is_relevant(k)},
@@ -198,7 +192,7 @@ def apply(hv: HostVars, variables: Sequence[Mapped]) -> tuple[HostVars, list[Fin
     render = _Render(hv)
     for m in variables:
         if m.name not in hv.values:
-            _one(hv, m, out, render)
+            _one(hv, m, out, render, memo)
     found = [_unresolved(hv, name, value, out.origins[(name,)]) for name, value in out.values.items()
              if name == "vllm_instances" and isinstance(value, Unresolved)]
     return dataclasses.replace(hv, values=out.values, origins=out.origins, secrets=frozenset(out.secrets),

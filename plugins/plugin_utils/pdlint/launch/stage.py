@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..config.value import Config
+from ..config.configuration import Config
 from ..finding import Finding, rehosted
 from ..hostvars import HostVars, Profiles
 from . import given
@@ -44,10 +44,11 @@ def prepare(hosts: Sequence[HostVars], config: Config, overlay: Mapping[str, str
     files: set[str] = set()
     profiles: Profiles[tuple[HostVars, list[Finding]]] = Profiles(_key(config))
     parsed: dict[Any, Parsed] = {}  # command lines by words, release and folder
+    rendered = _memo(config)
     for hv in hosts:
         known = profiles.get(hv)
         if known is None:  # a shared profile is launched once: its hosts keep sharing one set of dicts
-            done, mapped = _mapped(hv, config)
+            done, mapped = _mapped(hv, config, rendered)
             more: list[Finding] = []
             if given.command_line(done.values):
                 # vLLM's argument parser (its tables, regexes and argparse) costs milliseconds to import: only a
@@ -64,22 +65,30 @@ def prepare(hosts: Sequence[HostVars], config: Config, overlay: Mapping[str, str
     return Launched(out, found, tuple(sorted(files)))
 
 
-def _mapped(hv: HostVars, config: Config) -> tuple[HostVars, list[Finding]]:
+def _memo(config: Config) -> Any:
+    """The `variables:` mapping's memo for one run (mapping.Memo), or None without a mapping."""
+    if not config.variables:
+        return None
+    from . import mapping
+
+    return mapping.Memo(mapping.MEMO_SIZE)
+
+
+def _mapped(hv: HostVars, config: Config, memo: Any) -> tuple[HostVars, list[Finding]]:
     """mapping.apply, imported only for a config with a `variables:` mapping (without one it returns hv)."""
     if not config.variables:
         return hv, []
     from . import mapping
 
-    return mapping.apply(hv, config.variables)
+    return mapping.apply(hv, config.variables, memo)
 
 
 def _key(config: Config) -> Callable[[HostVars], Hashable]:
-    """What a host's launch depends on: its dicts, notes, secrets and groups (group_names), and its name only when
+    """What a host's launch depends on beside its two dicts: notes, secrets, groups (group_names), and its name when
     the mapping reads inventory_hostname (the command line never does: its findings are re-issued per host)."""
     named = False
     if config.variables:
         from . import mapping
 
         named = mapping.reads_host(config.variables)
-    return lambda hv: (id(hv.values), id(hv.origins), tuple(hv.notes.items()), hv.secrets, hv.groups,
-                       hv.hidden, hv.host if named else None)
+    return lambda hv: (tuple(hv.notes.items()), hv.secrets, hv.groups, hv.hidden, hv.host if named else None)

@@ -65,6 +65,27 @@ def read_config(path: Path) -> Found:
     return Found(config=data, path=name)
 
 
+INDEX = "model.safetensors.index.json"
+_MAX_INDEX = 16 << 20  # an index lists every tensor: a few MB for the largest models
+
+
+def weight_bytes(config: Path) -> tuple[int | None, str]:
+    """metadata.total_size of the safetensors index beside config (the checkpoint's weight bytes) and the index's
+    path; None when there is none or it does not say (the weights then come from pdlint's table)."""
+    index = config.with_name(INDEX)
+    try:
+        if not _is_file(index) or index.stat().st_size > _MAX_INDEX:
+            return None, shown(index)
+        data = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None, shown(index)
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    size = meta.get("total_size") if isinstance(meta, dict) else None
+    if isinstance(size, float) and size.is_integer():
+        size = int(size)
+    return (size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None), shown(index)
+
+
 def _is_file(path: Path) -> bool:
     """path is a file; a name the system cannot take (too long, a NUL byte) is no file, never a traceback."""
     try:

@@ -26,7 +26,7 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
          limits: guard.Limits | None = None, vault_password_file: str | None = None,
          notes: list[Finding] | None = None, note: Callable[[str], None] = _note,
          overlay: Mapping[str, str] | None = None, memo: Any = None, keep: Any = None,
-         keep_names: frozenset[str] = frozenset()) -> list[HostVars]:
+         keep_names: frozenset[str] = frozenset(), walked: Any = None) -> list[HostVars]:
     """The inventory's hosts from the chosen loader; `fast` falls back to `ansible` when it must. Raises LoadError.
 
     File-level warnings (duplicate keys, group names, files left encrypted) are appended to notes. overlay
@@ -36,6 +36,7 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
     keep (a fast.Kept) receives what loading some hosts again needs, when the fast loader read every host.
     keep_names: variables every loader keeps beside vllm_*/pdlint_* (what the config file's `variables:` mapping
     reads); with any, no memo is used, since the memo's variables and recorded calls hold pdlint's names only.
+    walked: the preflight walk of these sources and limits, taken by the caller (preflight.check's).
     """
     sources = absolute_sources(sources)
     notes = notes if notes is not None else []
@@ -45,7 +46,7 @@ def load(sources: Sequence[str], *, loader: str = "fast", allow_lookups: bool = 
         memo.begin()
     try:
         checked = preflight.check(sources, limits, allow_dynamic=allow_plugins, overlay=overlay, memo=memo,
-                                  keep_names=keep_names)
+                                  keep_names=keep_names, walked=walked)
     except guard.Refused as exc:
         raise errors.LoadError(exc.finding) from None
     notes.extend(checked.findings)

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..config import files as configfile
-from ..config import value as configuration
-from ..config.value import Config, ConfigError
+from ..config import configuration
+from ..config.configuration import Config, ConfigError
 from ..engine import core as engine
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
@@ -53,6 +54,8 @@ class Outcome:
     model_files: tuple[str, ...] = ()  # the config.json files the model facts came from (or were looked for)
     # the hosts as checked, when the config file's `variables:` mapping made them (hover says where a value came from)
     mapped: tuple[HostVars, ...] = ()
+    seen: Any = dataclasses.field(default=None, compare=False, repr=False)  # again.Seen, for the next check
+    rechecked: tuple[str, ...] | None = None  # after an edit, the hosts checked again; None: every host
 
 
 def _config(source: str) -> Config:
@@ -60,36 +63,87 @@ def _config(source: str) -> Config:
     return configfile.load(start)
 
 
-def check(source: str, overlay: Mapping[str, str], memo: Any = None) -> Outcome:
+def check(source: str, overlay: Mapping[str, str], memo: Any = None, last: Outcome | None = None) -> Outcome:
     """Load and lint source with overlay's texts in place of those files, as `pdlint SOURCE` would.
 
     memo (a load.filememo.Memo the server keeps between checks) answers for the files whose content it has seen.
+    last (this source's previous outcome): after an edit, only the units of the hosts the changed files touch
+    are checked again (lsp/again.py), when its state can say so.
     Without the cyclic GC meanwhile, as the CLI runs: a check makes only acyclic objects (a test holds it to
     that), and a collection during it would rescan the server's whole heap (the memo of every file) again."""
     with gc_paused():
-        return _check(source, overlay, memo)
+        return _check(source, overlay, memo, last)
 
 
-def _check(source: str, overlay: Mapping[str, str], memo: Any) -> Outcome:
+def _check(source: str, overlay: Mapping[str, str], memo: Any, last: Outcome | None) -> Outcome:
+    from ..cache import incremental
+    from ..cache.outcome import watch
     from ..load import select
+    from ..load.fast import loader as fast
+    from ..load.model_files import Files
+    from ..load.preflight import fingerprints
+    from . import again
 
     notes: list[Finding] = []
     try:
         config = _config(source)
     except ConfigError as exc:
         return Outcome(source, failed=load_error(Origin(source), str(exc)))
+    limits = guard.Limits()
+    started = time.time_ns()
+    tree = None if config.variables else again.walk(source, limits)  # the one stat walk: here, and the preflight's
+    try:
+        walked = None if tree is None else fingerprints.of_walk(tree)
+    except OSError:  # a file gone since the walk: the whole check says what the preflight makes of it
+        tree = walked = None
+    racy = again.racy(walked or (), started)
+    settings = again.settings(config)
+    if walked is not None and last is not None and isinstance(last.seen, again.Seen) and last.seen.settings == settings:
+        changed = again.changed(last.seen, walked, overlay)
+        pending = last.seen.state
+        kept = pending.state([source], changed) if changed and isinstance(pending, again.Pending) else pending
+        if changed and isinstance(kept, incremental.State):
+            try:
+                done = incremental.again(kept, changed, [source], config, limits, Files.of([source]), overlay)
+            except incremental.Stale:
+                pass  # the whole check
+            else:
+                return _after(last, done, again.Seen(settings, tuple(walked), started, again.buffers(overlay),
+                                                     racy, done.state))
+    said: list[str] = []
+    keep = fast.Kept() if walked is not None else None
     try:
         # the buffers reach ansible-core's loader too (templated hosts, what the fast loader does not cover), so
         # its fallback is no news to the editor
-        hosts = select.load([source], notes=notes, note=lambda _: None, overlay=overlay, limits=guard.Limits(),
-                            memo=memo, keep_names=keep_names(config.variables))
+        hosts = select.load([source], notes=notes, note=said.append, overlay=overlay, limits=limits,
+                            memo=memo, keep_names=keep_names(config.variables), keep=keep, walked=tree)
     except LoadError as exc:
         return Outcome(source, failed=exc.finding)
     if not hosts:
         return Outcome(source, failed=no_hosts([source]))
-    from ..load.model_files import Files
-
-    result = engine.lint(hosts, config, Files.of([source]), overlay)
+    known = last.topology.bodies_known if last is not None and last.topology is not None else None
+    result = engine.lint(hosts, config, Files.of([source]), overlay, getattr(memo, "checked", None),
+                         {} if known is None else known)
+    if memo is not None:
+        memo.checked = result
     findings = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
+    state = None
+    if keep is not None and walked is not None and not said:
+        state = again.Pending(keep, hosts, result.found, result.topology, watch(result.model_files))
+    seen = None if state is None else again.Seen(settings, tuple(walked or ()), started, again.buffers(overlay), racy,
+                                             state)
     return Outcome(source, tuple(findings), tuple(hosts), result.topology, model_files=result.model_files,
-                   mapped=result.hosts if config.variables else ())
+                   mapped=result.hosts if config.variables else (), seen=seen)
+
+
+def _after(last: Outcome, done: Any, seen: Any) -> Outcome:
+    """The whole check's outcome from the last one and incremental.again()'s check of some hosts (done)."""
+    from . import again
+
+    assert last.topology is not None
+    fresh = {hv.host: hv for hv in done.hosts}
+    hosts = tuple(fresh.get(hv.host, hv) for hv in last.hosts)
+    topology = again.combine(last.topology, done.result.topology, [hv.host for hv in hosts], set(fresh))
+    model_files = tuple(dict.fromkeys((*last.model_files, *done.result.model_files)))
+    return Outcome(last.source, tuple(sorted(done.findings)), hosts, topology, model_files=model_files, seen=seen,
+                   rechecked=tuple(sorted(fresh)))

@@ -86,7 +86,8 @@ class Server(LanguageServer):
             loop = asyncio.get_running_loop()
             try:
                 memo = self._memos.setdefault(source, filememo.Memo())
-                outcome = await loop.run_in_executor(self._pool, inventory.check, source, overlay, memo)
+                last = self.outcomes.get(source)  # after an edit: only what it touched is checked again
+                outcome = await loop.run_in_executor(self._pool, inventory.check, source, overlay, memo, last)
                 self.publish(outcome, anchor)
             except Exception as exc:  # the editor keeps its server whatever the input
                 log.exception("check of %s failed", source)

@@ -3,7 +3,7 @@
 pdlint's loaders give each host its group_names (every group it is in, through children too); an inventory of
 those groups, each holding its hosts directly, answers a pattern (groups, `:&`, `:!`, wildcards, `~regex`, comma
 lists, `all`, `ungrouped`) as the inventory it came from does: a pattern names groups and hosts, and a group
-selects the same hosts whether it holds them or its children do. tests/test_playbook_patterns.py holds it equal
+selects the same hosts whether it holds them or its children do. tests/playbook/test_playbook_patterns.py holds it equal
 to ansible-core's get_hosts on the real inventory.
 """
 from __future__ import annotations

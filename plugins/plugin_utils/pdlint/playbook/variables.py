@@ -4,7 +4,7 @@ The layers, lowest first, as ansible-core's VariableManager.get_vars stacks them
 the defaults of the play's roles in order, then R's own defaults again; the inventory (the loader's values, already
 merged by Ansible's group and host precedence); the play's `vars:`; its `vars_files` in order; the vars/main.yml of
 the play's roles in order (their exported vars); R's vars/main.yml, then the `vars:` of R's entry; R's params (the
-entry's own keys). tests/test_playbook_precedence.py runs ansible-playbook on generated projects and holds every
+entry's own keys). tests/playbook/test_playbook_precedence.py runs ansible-playbook on generated projects and holds every
 host's value equal to this.
 """
 from __future__ import annotations

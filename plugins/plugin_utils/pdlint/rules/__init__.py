@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from .reported import command_line, skip, stages
-from .per_engine import connector, connector_keys, env, kv_role, parallel, tp, version
-from .pair import deployment, kv_heads, pd_mismatch_hashed, pd_mismatch_layout, tp_ratio
+from .per_engine import connector, connector_keys, env, kv_role, memory, parallel, tp, version
+from .pair import deployment, kv_heads, memory_pair, pd_mismatch_hashed, pd_mismatch_layout, tp_ratio
 from .placement import gpu, multinode, network
 from .base import Rule
 
@@ -29,6 +29,7 @@ CHECKS: tuple[Rule, ...] = (
     multinode.nodes, multinode.shape, multinode.dp_ranks,
     gpu.oversubscribed, gpu.overlap, gpu.count, gpu.unused,
     env.ignored, env.invalid,
+    memory.gpu_type, memory.weights, memory.kv_cache, memory.margin, memory_pair.max_len, memory_pair.kv_capacity,
 )
 
 REGISTRY: dict[str, Rule] = {r.id: r for r in (*STAGES, *CHECKS)}

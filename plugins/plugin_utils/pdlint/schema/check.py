@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..finding import Finding
-from ..hostvars import HostVars, Unresolved, is_template
+from ..hostvars import HostVars, IdentityMemo, Unresolved, is_template
 from ..topology.build import kv_config
 from ..vllm.connectors.extra_keys import CHECKED_EXTRA
 from ..yaml_text import yaml_text
@@ -222,12 +222,7 @@ def _surely_valid(name: str, value: Any) -> bool:
 # Variables whose value check() rewrites before validating (a JSON kv_transfer_config string, read as its object),
 # and the version that says which release's KVTransferConfig applies to them.
 _REWRITTEN = ("vllm_kv_transfer_config", "vllm_instances")
-Seen = dict[int, tuple[Any, str, list[Problem]]]
-
-
-def _remembered(seen: Seen | None, name: str, value: Any) -> tuple[Any, str, list[Problem]] | None:
-    known = seen.get(id(value)) if seen is not None else None
-    return known if known is not None and known[0] is value and known[1] == name else None
+Seen = IdentityMemo[list[Problem]]  # each variable's problems by the identity of its value, and its name
 
 
 def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None,
@@ -260,12 +255,13 @@ def check(hv: HostVars, seen: Seen | None = None, before: Seen | None = None,
         if name in rewritten:
             problems.extend(_variable_problems(name, doc[name]))
             continue
-        known = _remembered(seen, name, value)
+        known = seen.get((value,), name) if seen is not None else None
         if known is None:
-            known = _remembered(before, name, value) or (value, name, _variable_problems(name, _prepare(value)))
+            known = (before.get((value,), name) if before is not None else None) or (
+                _variable_problems(name, _prepare(value)),)
             if seen is not None:
-                seen[id(value)] = known  # holds the value: its id is not reused while seen lives
-        problems.extend(known[2])
+                seen.put((value,), known[0], name)
+        problems.extend(known[0])
     yield from own_names(hv, CONTRACT, own)
     for path, message, hint in sorted(problems, key=lambda p: list(map(str, p[0]))):
         unknown_name = len(path) == 1 and message.startswith("unknown variable")

@@ -2,7 +2,7 @@
 
 It understands the keywords pdlint's generated schema uses and answers False
 ("not sure") for anything else, so the `schema` rule's findings stay exactly
-jsonschema's (tests/test_schema_quick.py checks that True implies no errors).
+jsonschema's (tests/schema/test_schema_quick.py checks that True implies no errors).
 Most values are valid: a clean run never imports jsonschema.
 """
 from __future__ import annotations

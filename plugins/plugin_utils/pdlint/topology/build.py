@@ -11,7 +11,7 @@ from ..finding import UNKNOWN, Finding, Origin, rehosted
 from ..hostvars import HostVars, Profiles, Unresolved
 from . import facts
 from .coerce import as_int, coerce, kv_config, unreadable_number  # kv_config: schema.check imports it from here
-from .types import Deployment, Engine, Instance, Topology, Undecided, share_bodies
+from .types import Bodies, Deployment, Engine, Instance, Topology, Undecided, share_bodies
 
 _FIELDS = {  # contract name -> Instance attribute
     "pd_deployment": "deployment", "pd_role": "role", "model": "model", "revision": "revision", "version": "version",
@@ -20,6 +20,7 @@ _FIELDS = {  # contract name -> Instance attribute
     "nnodes": "nnodes", "node_rank": "node_rank", "instance_id": "instance_id", "node": "node",
     "port": "port", "block_size": "block_size", "dtype": "dtype", "kv_cache_dtype": "kv_cache_dtype",
     "disable_hybrid_kv_cache_manager": "disable_hma", "host_gpu_count": "gpu_count", "launcher": "launcher",
+    "host_gpu_type": "gpu_type", "host_gpu_memory_gib": "gpu_memory_gib",
 }
 _FACTS = {
     "model_num_attention_heads": "heads", "model_num_kv_heads": "kv_heads", "model_is_mla": "mla",
@@ -124,6 +125,7 @@ def _instance(src: _Source, problems: list[Finding], models: facts.ModelLookup) 
             hosts=(hv.host,),
         ))
     _kv_fields(src, fields, origins, unresolved, problems)
+    _sizing(src, fields, origins, unresolved)
     _env(src, fields, origins, unresolved, problems)
     skip = hv.values.get("pdlint_skip")
     dp = fields.get("dp", 1)
@@ -159,6 +161,27 @@ def _bound_gpus(src: _Source, fields: dict[str, Any], origins: dict[str, Origin]
         fields.pop(attr, None)
         unresolved.add(name)
     fields["dp_local"] = 1
+
+
+# vLLM arguments (not contract variables: the schema checks them as the host's release parses them) that size the
+# engine's memory; the vllm layer reads them (vllm/model/memory.py)
+SIZING = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "max_num_batched_tokens",
+          "quantization", "enable_expert_parallel", "cpu_offload_gb", "decode_context_parallel_size")
+
+
+def _sizing(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unresolved: set[str]) -> None:
+    found: dict[str, Any] = {}
+    for name in SIZING:
+        value, origin = src.get(name)
+        if origin is None:
+            continue
+        origins[name] = origin
+        if isinstance(value, Unresolved):
+            unresolved.add(name)  # the schema and unresolved rules report it
+        elif value is not None:
+            found[name] = value
+    if found:
+        fields["sizing"] = found
 
 
 def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
@@ -260,8 +283,10 @@ def _undecided(src: _Source, inst: Instance | None) -> Undecided | None:
                      None if isinstance(role, Unresolved) else role)
 
 
-def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_lookup) -> tuple[Topology, list[Finding]]:
-    """All instances of all hosts, grouped into engines and deployments; models gives each model's facts."""
+def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_lookup,
+          earlier: Bodies | None = None) -> tuple[Topology, list[Finding]]:
+    """All instances of all hosts, grouped into engines and deployments; models gives each model's facts.
+    earlier (share_bodies): an earlier build's bodies; given, the topology carries its own for the next build."""
     problems: list[Finding] = []
     instances: list[Instance] = []
     undecided: list[Undecided] = []
@@ -283,7 +308,7 @@ def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_loo
                 (firsts if known[0] is hv else copies).append((instances[-1], inst))
             if unsure is not None:
                 undecided.append(unsure if known[0] is hv else dataclasses.replace(unsure, host=hv.host))
-    share_bodies((inst for inst, _unused in firsts), copies)
+    bodies = share_bodies((inst for inst, _unused in firsts), copies, earlier)
     by_dep: dict[str, dict[str, dict[str, list[Instance]]]] = {}
     for inst in instances:
         if inst.deployment is None:
@@ -298,4 +323,4 @@ def build(hosts: Iterable[HostVars], models: facts.ModelLookup = facts.table_loo
         )
         for name, sides in sorted(by_dep.items())
     )
-    return Topology(tuple(instances), deployments, tuple(undecided)), problems
+    return Topology(tuple(instances), deployments, tuple(undecided), None if earlier is None else bodies), problems

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from ..contract import BY_NAME, INT_FIELDS, int_bounds
+from ..contract import BY_NAME, INT_FIELDS, MAX_SIZE, NUMBER_STRING, int_bounds
 
 _INT_TEXT = re.compile(r"\s*([0-9]+)\s*", re.ASCII)  # digits, as the schema's string pattern takes them
 
@@ -40,9 +40,26 @@ def coerce(name: str, value: Any) -> tuple[Any, bool]:
     if name in INT_FIELDS:
         number = as_int(value, _BOUNDS[name])
         return number, number is not None
+    if name == "host_gpu_memory_gib":
+        gib = _number(value)
+        return gib, gib is not None
     if name == "disable_hybrid_kv_cache_manager" or name in ("model_is_mla", "model_has_ssm"):
         return value, isinstance(value, bool)
     return value, isinstance(value, str) and value != ""
+
+
+def _number(value: Any) -> float | None:
+    """A GiB figure as the schema takes it: a number above 0, or its digits as a string."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value) if re.fullmatch(NUMBER_STRING, value) else None
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or not 0 < value <= MAX_SIZE:
+        return None
+    return float(value)
 
 
 def kv_config(value: Any) -> tuple[dict[str, Any] | None, str | None]:

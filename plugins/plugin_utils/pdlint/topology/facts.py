@@ -43,6 +43,9 @@ def known(model: str | None) -> ModelFacts:
         layers=entry.get("num_layers"),
         layer_kinds=_kinds(entry.get("layer_kinds")),
         attention_chunk_size=entry.get("attention_chunk_size"),
+        head_size=entry.get("head_size"), max_len=entry.get("max_model_len"), weight_bytes=entry.get("weight_bytes"),
+        weight_source=f"pdlint model table: {entry['name']}: {entry['weight_source']}" if "weight_source" in entry
+        else "",
         source=f"pdlint model table: {entry['name']}",
     )
 
@@ -63,6 +66,8 @@ def _kinds(text: Any) -> tuple[str, ...] | None:
 FACTS = ("heads", "kv_heads", "mla", "ssm", "sliding_window")
 # what the stage rules read besides (no vllm_model_* variable sets them: config.json or the table does)
 LAYER_FACTS = ("layers", "layer_kinds")
+# what the memory rules read besides (vllm/model/memory.py)
+MEMORY_FACTS = ("head_size", "max_len", "weight_bytes", "weight_source")
 
 
 def where(found: ModelFacts, source: str) -> tuple[tuple[str, str], ...]:

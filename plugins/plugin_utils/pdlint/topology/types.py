@@ -22,6 +22,10 @@ class ModelFacts:
     layers: int | None = None  # hidden layers (vLLM's total_num_hidden_layers)
     layer_kinds: tuple[str, ...] | None = None  # each layer's kind: full, sliding, chunked, mamba, linear, none
     attention_chunk_size: int | None = None  # ModelConfig.attention_chunk_size (vllm/model/chunked.py); None: not set
+    head_size: int | None = None  # ModelConfig.get_head_size (MLA: kv_lora_rank + qk_rope_head_dim)
+    max_len: int | None = None  # the config's length (max_model_len's default, a lower bound)
+    weight_bytes: int | None = None  # the checkpoint's weights, all ranks together
+    weight_source: str = ""  # where weight_bytes comes from
     source: str = ""  # where the facts came from, in words (one source, or each fact's)
     where: tuple[tuple[str, str], ...] = ()  # (attribute, where it came from) for each known fact
     looked: tuple[str, ...] = ()  # every place asked, in order (the model-facts warning lists them)
@@ -64,6 +68,11 @@ class Instance:
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     facts: ModelFacts = ModelFacts()
     gpu_count: int | None = None
+    gpu_type: str | None = None  # vllm_host_gpu_type as written (topology/gpus.py finds it)
+    gpu_memory_gib: float | None = None  # vllm_host_gpu_memory_gib
+    # the engine arguments the memory rules read (SIZING), as the inventory gives them: the vllm layer converts
+    # each as the host's release parses it (human-readable ints, `auto`)
+    sizing: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     skip: frozenset[str] = frozenset()
     origins: Mapping[str, Origin] = dataclasses.field(default_factory=dict)
     unresolved: frozenset[str] = frozenset()
@@ -151,19 +160,40 @@ _NOT_BODY = frozenset(("host", "instance_id", "node", "deployment", "origins", "
 _BODY = tuple(f.name for f in dataclasses.fields(Instance) if f.name not in _NOT_BODY)
 
 
-def share_bodies(instances: Iterable[Instance], copies: Iterable[tuple[Instance, Instance]] = ()) -> None:
+Bodies = dict[bytes, dict[str, Any]]  # a digest of each body's key (share_bodies) -> its shared memo
+
+
+def share_bodies(instances: Iterable[Instance], copies: Iterable[tuple[Instance, Instance]] = (),
+                 known: Bodies | None = None) -> Bodies:
     """Give instances of one body one shared memo. The key is the repr of every body field and of the names
     the origins cover (shape_of asks which are set): repr tells 1, 1.0 and True apart, and a repr that two equal
     values do not share (a set's order) only costs a second computation. copies: (copy, instance) pairs, each
-    Instance.as_host of an instance among instances (not repeated in them)."""
+    Instance.as_host of an instance among instances (not repeated in them). known: the bodies of an earlier
+    build (the language server's last check): a body it had keeps its memo, so what per_body functions found
+    for an engine an edit did not change is not asked again. Returns the bodies of these instances when known
+    is given (keyed by a digest: the keys of 10,000 bodies are 14 MB), else {}."""
     bodies: dict[str, dict[str, Any]] = {}
+    carried: Bodies = {}
     get = operator.attrgetter(*_BODY)
+    if known is not None:  # only the language server carries bodies: a CLI run imports no hashing for it
+        try:
+            from _blake2 import blake2b
+        except ImportError:  # a Python built without it
+            from hashlib import blake2b
     for inst in instances:
-        memo = bodies.setdefault(repr((get(inst), tuple(inst.origins))), inst.shared)
+        key = repr((get(inst), tuple(inst.origins)))
+        memo = bodies.get(key)
+        if memo is None:
+            if known is None:
+                memo = bodies[key] = inst.shared
+            else:
+                digest = blake2b(key.encode("utf-8", "surrogateescape"), digest_size=16).digest()
+                memo = bodies[key] = carried[digest] = known.get(digest, inst.shared)
         if memo is not inst.shared:
             object.__setattr__(inst, "shared", memo)
     for inst, first in copies:  # as_host's copies: the body of the instance they copy, whose repr is theirs
         object.__setattr__(inst, "shared", first.shared)
+    return carried
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,11 +236,19 @@ class Topology:
     instances: tuple[Instance, ...]
     deployments: tuple[Deployment, ...]
     undecided: tuple[Undecided, ...] = ()
+    # the bodies' memos by key, when build() was asked to carry them to a later build (Bodies)
+    bodies_known: Bodies | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def engines(self) -> Iterator[Engine]:
         for dep in self.deployments:
             yield from dep.prefill
             yield from dep.decode
+
+    @functools.cached_property
+    def rule_memo(self) -> dict[object, object]:
+        """What rules computed for this topology and share with each other (the pair rules' blocks and verdicts,
+        rules/pair/pairs.py memo_of): one per topology, never compared or shown."""
+        return {}
 
     @functools.cached_property
     def bodies(self) -> tuple[list[int], dict[int, list[int]]]:

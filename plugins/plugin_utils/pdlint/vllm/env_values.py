@@ -3,7 +3,7 @@
 vllm/envs.py reads every one of them with a lambda evaluated on first use (`envs.NAME`, module __getattr__):
 `int(os.getenv(NAME, default))`, so a value Python's int() cannot read ("5600-5607", "5600.0", "") raises
 ValueError where the connector reads it, and a port outside 1-65535 cannot be bound (zmq, sockets) or dialled.
-tests/test_vllm_env_values.py evaluates each release's own lambda on the values and compares.
+tests/vllm/arguments/test_vllm_env_values.py evaluates each release's own lambda on the values and compares.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Only the constraints pdlint's variables can break are here: TP, PP, DP, local DP, the DP start rank, nnodes and
 the node rank. Each is a Timeline keyed by the releases whose source was read, citing file and function; a
-release without the check (or without the flag) has None. tests/test_vllm_parallel_config.py lifts each
+release without the check (or without the flag) has None. tests/vllm/arguments/test_vllm_parallel_config.py lifts each
 release's own checks and runs them over a grid of values against `violations`.
 """
 from __future__ import annotations

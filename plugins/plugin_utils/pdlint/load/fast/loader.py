@@ -1,6 +1,6 @@
 """The fast loader: static YAML/INI inventories with group_vars/ and host_vars/, read with libyaml.
 
-It applies ansible-core's precedence itself (tests/test_fast_differential.py
+It applies ansible-core's precedence itself (tests/load/test_fast_differential.py
 proves it equal to the reference loader) and never imports ansible. What it
 does not model raises Unsupported, and the caller uses the reference loader.
 """
@@ -15,11 +15,11 @@ from ...hostvars import HostVars
 from .. import errors, preflight
 from ..preflight import guard, layout
 from ..notes import pd_look
-from ..notes import unmatched_vars as vars_files
+from ..notes import unmatched_vars
 from ..preflight.gc_pause import gc_paused
 from ..notes.group_names import invalid_names
 from ..preflight.layout import absolute_sources, paths_only, source_dir
-from . import ansible_cfg as fast_config
+from . import ansible_cfg
 from .files import Files
 from .inventory import Inventory
 from .variables.precedence import resolve, role_conflicts
@@ -70,7 +70,7 @@ def _without(hv: HostVars, names: frozenset[str]) -> HostVars:
 def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Preflight | None,
           notes: list[Finding] | None, keep: Kept | None,
           kept_for_templates: frozenset[str] = frozenset(), tries: int = 0) -> list[HostVars]:
-    settings = fast_config.check()
+    settings = ansible_cfg.check()
     sources = absolute_sources(sources)
     if checked is None:
         try:
@@ -85,7 +85,7 @@ def _load(sources: Sequence[str], allow_lookups: bool, checked: preflight.Prefli
         add_source(inv, source, files)
     inv.reconcile()
     structure = [*invalid_names(inv.groups, paths_only(sources), inv.declared),
-                 *vars_files.unmatched(sources, inv.hosts, inv.groups, frozenset(checked.vars_files))]
+                 *unmatched_vars.unmatched(sources, inv.hosts, inv.groups, frozenset(checked.vars_files))]
     names = sorted(inv.hosts)
     by_name = VarsFiles(sources, files)
     ancestors = {g: inv.ancestors(g) for g in inv.groups}
@@ -153,7 +153,7 @@ def read_by(inv: Inventory, sources: Sequence[str], path: str) -> list[str] | No
             if not path.startswith(folder + os.sep):
                 continue
             entry = path[len(folder) + 1:].split(os.sep)[0]
-            name = vars_files.entity(entry, os.path.join(folder, entry))
+            name = unmatched_vars.entity(entry, os.path.join(folder, entry))
             found = find_vars_files(folder, name)
             if path not in found:
                 return None

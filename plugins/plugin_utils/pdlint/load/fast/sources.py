@@ -10,8 +10,8 @@ from ...paths import display_path
 from .. import compose, errors
 from ..preflight import layout
 from ..preflight.layout import YAML_EXT
-from . import replay as inventory_ops
-from . import yaml_file as fast_yaml
+from . import replay
+from . import yaml_file
 from .files import Files, parse_json
 from .inventory import Inventory
 from .variables.values import Unsupported
@@ -36,20 +36,20 @@ def _inventory_file(inv: Inventory, path: str, files: Files) -> None:
         memo, key = checked.memo, files.digest(path)
         ops = memo.inventory_ops(path, key, shown, inv.safe_group_names) if memo is not None else None
         if ops is not None:  # the language server's memo: this content's calls, made again
-            inventory_ops.replay(inv, ops)
+            replay.replay(inv, ops)
             return
         text, nodes = files.get(path)
         is_json, data = parse_json(text)
         if not is_json:
             data = nodes[0] if len(nodes) == 1 else None
-        if len(nodes) > 1 or not fast_yaml.is_inventory(data, is_json):
+        if len(nodes) > 1 or not yaml_file.is_inventory(data, is_json):
             _ini(inv, text, shown)  # the yaml plugin fails on it (empty, not a mapping, several documents)
             return
         if memo is None:
-            fast_yaml.parse(inv, data, shown, is_json)
+            yaml_file.parse(inv, data, shown, is_json)
             return
-        recorder = inventory_ops.Recorder(inv)
-        fast_yaml.parse(recorder, data, shown, is_json)  # type: ignore[arg-type]
+        recorder = replay.Recorder(inv)
+        yaml_file.parse(recorder, data, shown, is_json)  # type: ignore[arg-type]
         memo.put_inventory_ops(path, key, shown, inv.safe_group_names, recorder.ops())
         return
     read = checked.texts.get(path)

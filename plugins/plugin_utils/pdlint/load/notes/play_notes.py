@@ -16,7 +16,7 @@ from . import group_names as groups
 from ..preflight import guard
 from . import pd_look
 from .. import preflight, vault
-from . import unmatched_vars as vars_files
+from . import unmatched_vars
 from ..preflight.layout import paths_only
 
 
@@ -34,6 +34,6 @@ def file_notes(sources: Sequence[str], group_names: Iterable[Any], decrypting: b
     found.extend(groups.invalid_names(group_names, paths))
     if isinstance(group_names, Mapping):  # the play's `groups`: group name -> its hosts
         members = {h for names in group_names.values() for h in names}
-        found.extend(vars_files.unmatched(paths, members, group_names))
+        found.extend(unmatched_vars.unmatched(paths, members, group_names))
     found.extend(pd_look.silent_pass(hosts, group_names, checked.texts, paths))
     return found

@@ -20,7 +20,7 @@ from .fingerprints import digest
 from .gc_pause import gc_paused
 from .guard import Limits, Refused, refuse
 from .layout import YAML_EXT
-from .walk import Walk, regular, walk_files
+from .walk import Walk, Walked, regular, walk_files
 
 ALLOW_DYNAMIC = "pass --allow-inventory-plugins to run it (only for inventories you trust)"
 
@@ -111,9 +111,9 @@ def _scan_vars(path: str, text: str, found: Preflight, limits: Limits, file: str
         if variables is not None:
             found.values[path] = (file, _refiled(variables, before, file))
         return guard.Scan([], list(keys))
-    from ..fast.variables import vars_events as events
+    from ..fast.variables import vars_events
 
-    scan, values = events.scan_vars(text, path, limits, file, found.keep_names)
+    scan, values = vars_events.scan_vars(text, path, limits, file, found.keep_names)
     if values is not None:
         found.values[path] = (file, values)
     if scan.syntax_error is None and not scan.duplicates:
@@ -175,24 +175,29 @@ def _inventory(path: str, text: str, data: bytes, allow_dynamic: bool, found: Pr
 
 def check(sources: Sequence[str], limits: Limits | None = None, allow_dynamic: bool = False,
           overlay: Mapping[str, str] | None = None, memo: Any = None,
-          keep_names: frozenset[str] = frozenset()) -> Preflight:
+          keep_names: frozenset[str] = frozenset(), walked: Walked | None = None) -> Preflight:
     """Check every file the sources would make Ansible read; raises guard.Refused for unusable ones.
 
     overlay maps absolute paths to text read instead of the file on disk (the fast loader reads checked texts);
     memo (a filememo.Memo) answers the scan of a file whose content it has seen; keep_names: the variables kept
-    beside pdlint's (the fast loader reads them from here)."""
+    beside pdlint's (the fast loader reads them from here); walked: the walk of these sources with these limits,
+    when the caller took it already (the language server's, for its fingerprints too)."""
     # The cyclic GC would rescan the growing heap of parser events on every collection (no cycles among them).
     with gc_paused():
-        return _check(sources, limits, allow_dynamic, overlay, memo, keep_names)
+        return _check(sources, limits, allow_dynamic, overlay, memo, keep_names, walked)
 
 
 def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
-           overlay: Mapping[str, str] | None, memo: Any, keep_names: frozenset[str] = frozenset()) -> Preflight:
+           overlay: Mapping[str, str] | None, memo: Any, keep_names: frozenset[str] = frozenset(),
+           walked: Walked | None = None) -> Preflight:
     limits = limits or Limits()
     found = Preflight(memo=memo, overlay=dict(overlay or {}), keep_names=keep_names, limits=limits,
                       allow_dynamic=allow_dynamic)
-    walk = Walk(limits)
-    inventory, vars_files = walk_files(sources, limits, walk)
+    if walked is None:
+        walk = Walk(limits)
+        inventory, vars_files = walk_files(sources, limits, walk)
+    else:
+        walk, inventory, vars_files = walked.walk, list(walked.inventory), list(walked.vars_files)
     found.vars_files, found.inventory_files = vars_files, inventory
     inventory_set = set(inventory)
     shown = DisplayPaths()
@@ -202,15 +207,17 @@ def _check(sources: Sequence[str], limits: Limits | None, allow_dynamic: bool,
     return found
 
 
-def check_files(paths: Sequence[str], limits: Limits | None = None) -> Preflight:
-    """check() of some vars files only (those an edit changed, as incremental.py reloads them); raises Refused."""
+def check_files(paths: Sequence[str], limits: Limits | None = None,
+                overlay: Mapping[str, str] | None = None) -> Preflight:
+    """check() of some vars files only (those an edit changed, as incremental.py reloads them), overlay's texts
+    read in place of those files as check() does; raises Refused."""
     limits = limits or Limits()
     found = Preflight(vars_files=list(paths))
     shown = DisplayPaths()
     with gc_paused():
         for path in paths:
             regular(path)
-            _file(path, False, None, found, limits, False, None, shown)
+            _file(path, False, None, found, limits, False, overlay, shown)
     return found
 
 

@@ -11,7 +11,7 @@ except ImportError:  # a Python built without it: hashlib finds another
 
 from .guard import Limits, Refused
 from .layout import VARS_DIRS
-from .walk import Walk, walk_files
+from .walk import Walked, walked
 
 # 2 s: the coarsest timestamps of common file systems (FAT), and clock skew. A file changed less than this before
 # it was read may change again within the same timestamp (git's "racily clean" entries): compare it by content.
@@ -54,24 +54,22 @@ def listing(path: str, listed: Mapping[str, list[str]] | None = None) -> Stat:
     return (path, -1, len(names), int.from_bytes(digest, "big"), 0, 0, 0)
 
 
-def fingerprints(sources: Sequence[str], limits: Limits | None = None,
-                 known: Sequence[Stat] | None = None) -> list[Stat] | None:
+def fingerprints(sources: Sequence[str], limits: Limits | None = None) -> list[Stat] | None:
     """(path, mode, size, mtime_ns, ctime_ns, inode, device) of every file check() reads, in its order: what
     a cached result of these sources depends on. None where check() would refuse something (it says why).
 
     Then, for each group_vars/ and host_vars/ directory, (path, -1, entries, hash of their names, 0, 0, 0): an
     entry no file is read from (an empty directory, one of .txt files) is still reported as matching no host or
-    group (vars_files.unmatched). Names, not the directory's stat, which every editor's save-by-rename changes.
-
-    known: the fingerprints of an earlier call; the same paths are asked again, without a walk (a file added
-    since is not seen: it changes the next walk's list)."""
-    if known is not None:
-        return [listing(path) if mode == -1 else _stat(path) for path, mode, *_unused in known]
+    group (vars_files.unmatched). Names, not the directory's stat, which every editor's save-by-rename changes."""
     try:
-        walk = Walk(limits or Limits())
-        inventory, vars_files = walk_files(sources, walk.limits, walk)
-        found = [_stat(path, walk.stats.get(path) or os.stat(path)) for path in inventory + vars_files]
-        found.extend(listing(os.path.join(base, name), walk.listed) for base in walk.bases for name in VARS_DIRS)
-        return found
+        return of_walk(walked(sources, limits or Limits()))
     except (Refused, OSError):
         return None
+
+
+def of_walk(done: Walked) -> list[Stat]:
+    """fingerprints() of a walk already taken (raises OSError for a file gone since)."""
+    walk = done.walk
+    found = [_stat(path, walk.stats.get(path) or os.stat(path)) for path in done.inventory + done.vars_files]
+    found.extend(listing(os.path.join(base, name), walk.listed) for base in walk.bases for name in VARS_DIRS)
+    return found

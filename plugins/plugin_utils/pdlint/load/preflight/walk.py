@@ -105,3 +105,20 @@ def walk_files(sources: Sequence[str], limits: Limits, walk: Walk | None = None)
             bases.append(source)
     walk.bases = list(dict.fromkeys(bases))
     return inventory, [f for base in walk.bases for f in vars_files_of(base, walk)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Walked:
+    """One walk's answer: check() and fingerprints() of the same moment read it, so a caller that needs both
+    (the language server) walks the tree once."""
+
+    walk: Walk
+    inventory: list[str]
+    vars_files: list[str]
+
+
+def walked(sources: Sequence[str], limits: Limits) -> Walked:
+    """walk_files() with what it saw; Refused as check()."""
+    walk = Walk(limits)
+    inventory, vars_files = walk_files(sources, limits, walk)
+    return Walked(walk, inventory, vars_files)

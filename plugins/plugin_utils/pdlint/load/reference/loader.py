@@ -17,8 +17,8 @@ from ...paths import display_path
 from .. import compose, preflight, tagged, vault
 from ..preflight import guard, safety
 from ..notes import pd_look
-from ..notes import group_names as groups
-from ..notes import role_conflicts as roles
+from ..notes import group_names
+from ..notes import role_conflicts
 from ..notes import unmatched_vars as vars_files
 from ..errors import LoadError, load_error
 from ..preflight.layout import absolute_sources, is_host_list, source_dir
@@ -163,7 +163,7 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
             loader.set_basedir(source_dir(first))
             inventory = InventoryManager(loader=loader, sources=list(sources))
             variables = VariableManager(loader=loader, inventory=inventory)
-            notes.extend(groups.invalid_names([g.name for g in inventory.groups.values()], sources))
+            notes.extend(group_names.invalid_names([g.name for g in inventory.groups.values()], sources))
             notes.extend(vars_files.unmatched(sources, inventory.hosts, inventory.groups))
             encrypted = {display_path(p) for p in checked.encrypted}
             locked = [] if password else _locked_entities(checked.encrypted)
@@ -183,8 +183,8 @@ def load(sources: Sequence[str], *, allow_lookups: bool = False, allow_plugins: 
             if only is None:
                 notes.extend(pd_look.silent_pass(result, [g.name for g in inventory.groups.values()],
                                                  checked.texts, list(sources)))
-                winner = {hv.host: hv.values.get(roles.ROLE) for hv in result}
-                notes.extend(roles.from_ansible(inventory, loader, list(sources), winner))
+                winner = {hv.host: hv.values.get(role_conflicts.ROLE) for hv in result}
+                notes.extend(role_conflicts.from_ansible(inventory, loader, list(sources), winner))
             return result
     except AnsibleError as exc:
         inner = as_load_error(exc)

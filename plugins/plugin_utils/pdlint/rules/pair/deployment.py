@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from ...topology.types import Instance, Topology
 from ...vllm.connectors import composite
-from ...vllm.connectors import registry as connectors
+from ...vllm.connectors import registry
 from ..base import Hit, hit, rule
 from .pairs import always, by_body
 
@@ -94,7 +94,7 @@ def connector(topo: Topology) -> Iterator[Hit]:
         # What pairs is a composite's transfer child (MultiConnector, PdConnector), not the wrapper's name.
         vp, vd = composite.effective(p), composite.effective(d)
         pc, dc = vp.connector, vd.connector
-        if pc == dc or connectors.same_class(pc, dc, p, d):
+        if pc == dc or registry.same_class(pc, dc, p, d):
             continue
         say = always(f"decode uses kv_connector {_named(vd, d)} but prefill uses {_named(vp, p)}",
                      f"use kv_connector {pc} on decode too" if pc else "set the same kv_connector on both sides")

@@ -15,19 +15,16 @@ from ...finding import Origin
 from ...topology.types import Engine, Instance, Topology, per_body
 from ...vllm.connectors import composite, families, view
 from ...vllm.connectors import pair as vpair
-from ...vllm.connectors import registry as connectors
+from ...vllm.connectors import registry
 from ..base import Hit
 
 Pair = tuple[Engine, Engine, Instance, Instance]
-_per_topology: tuple[Topology, dict[object, object]] | None = None
 
 
 def memo_of(topo: Topology) -> dict[object, object]:
-    """What the pair rules computed for topo: kept for the last topology asked about (checks run one at a time)."""
-    global _per_topology
-    if _per_topology is None or _per_topology[0] is not topo:
-        _per_topology = (topo, {})
-    return _per_topology[1]
+    """What the pair rules computed for topo (its blocks, their verdicts): hung on the topology, so it lives and
+    dies with the check that built it."""
+    return topo.rule_memo
 
 
 class Block:
@@ -74,7 +71,7 @@ def always(message: str, hint: str | None) -> Callable[[Engine], tuple[str, str 
 # What varies per host and no pair verdict reads: where the engine listens and every vllm_env variable but
 # vllm/connectors/pair.py PAIR_ENV (rules/placement/network.py, rules/per_engine/env.py and the port rules read them, host by host). Every other
 # field of the body (topology/types.py share_bodies) is in the pair class, so a field a pair rule comes to read is
-# in it without a list to keep; tests/test_pair_classes.py holds every env name the rules read to PAIR_ENV or to
+# in it without a list to keep; tests/rules/pair/test_pair_classes.py holds every env name the rules read to PAIR_ENV or to
 # the per-host list there.
 _PER_HOST = frozenset(("port", "kv_port", "env"))
 _NOT_CLASS = frozenset(("host", "instance_id", "node", "deployment", "origins", "memo", "shared")) | _PER_HOST
@@ -136,7 +133,7 @@ def by_body(topo: Topology, kind: str | tuple[str, ...] | None, *needs: str) -> 
             got = classes.get(id(lead.shared), classes)
             if got is classes:
                 got = classes[id(lead.shared)] = (
-                    connectors.canonical(composite.effective(lead).connector)
+                    registry.canonical(composite.effective(lead).connector)
                     if view.kind(lead) in kinds and lead.knows(*needs, "kv_connector") else _NO)
             return got
 

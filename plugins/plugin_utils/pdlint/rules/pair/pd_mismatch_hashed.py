@@ -13,7 +13,7 @@ from ...vllm.connectors.nixl import channel as nixl_channel
 
 # the rule below is called hma
 from ...vllm.model import hma as hybrid
-from ...vllm.connectors import registry as connectors
+from ...vllm.connectors import registry
 from ..base import Hit, hit, rule
 from .pairs import Block, always, by_body
 
@@ -21,7 +21,7 @@ _DTYPE = {"half": "float16", "float": "float32"}
 _PAIRED = ("nixl", "moriio", "mooncake", "p2p-nccl", "lmcache")
 
 
-_release = connectors.release
+_release = registry.release
 
 
 def _why(lp: Instance, ld: Instance, fact: str) -> str:
@@ -290,7 +290,7 @@ def _cannot_run_hma(inst: Instance) -> str:
             return (f"{inst.label} cannot turn it on: {lacking} in its {inst.connector} lacks SupportsHMA in "
                     f"vLLM {release}")
         return ""
-    if inst.connector and not connectors.supports_hma(connectors.canonical(inst.connector, release), release):
+    if inst.connector and not registry.supports_hma(registry.canonical(inst.connector, release), release):
         return f"{inst.label} cannot turn it on: {inst.connector} lacks SupportsHMA in vLLM {release}"
     return ""
 

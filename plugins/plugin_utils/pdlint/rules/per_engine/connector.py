@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from ...topology.types import Instance, Topology, per_body
 from ...vllm.model import chunked, hma, stage_specs
 from ...vllm.connectors import composite, external, mooncake, p2p, view
-from ...vllm.connectors.moriio import config as moriio_config, hybrid as moriio_hybrid
-from ...vllm.connectors import registry as connectors
+from ...vllm.connectors.moriio import config as moriio_config, hybrid
+from ...vllm.connectors import registry
 from ...vllm.connectors.ports import api_port
 from ...vllm.releases import Release
 from ..base import Hit, each_body, hit, rule, words
@@ -62,16 +62,16 @@ def _unknown_problems(inst: Instance) -> Iterator[tuple[str, str]]:
     name = inst.connector
     if not name or not isinstance(name, str) or not inst.knows("kv_connector", "version", "env.VLLM_USE_V1"):
         return
-    release = connectors.release(inst)
+    release = registry.release(inst)
     use_v1 = str(inst.env.get("VLLM_USE_V1", "1")).strip() != "0"
-    if connectors.usable(name, release, use_v1):
+    if registry.usable(name, release, use_v1):
         return
-    v0 = connectors.is_v0(name, release)
-    if inst.module_path and connectors.module_path_honoured(release) and not v0:
+    v0 = registry.is_v0(name, release)
+    if inst.module_path and registry.module_path_honoured(release) and not v0:
         return  # the factory imports the class from kv_connector_module_path
-    message = connectors.story(name, release)
+    message = registry.story(name, release)
     if not v0:
-        message += f": vLLM {release} raises {connectors.UNKNOWN_NAME.at(release).format(name=name)} at start"
+        message += f": vLLM {release} raises {registry.UNKNOWN_NAME.at(release).format(name=name)} at start"
     yield message, _unknown_hint(inst, name, release, v0)
 
 
@@ -132,7 +132,7 @@ def _out_of_tree(inst: Instance) -> Iterator[str]:
     """The message for each of inst's connector classes (its own, a composite's children) imported out of tree."""
     if not inst.knows("kv_connector", "kv_connector_module_path", "kv_connector_extra_config", "version"):
         return
-    release = connectors.release(inst)
+    release = registry.release(inst)
     own = [(inst.connector, inst.module_path, "kv_connector")]
     kids = [(c.connector, c.module_path, f"child {c.index} of {inst.connector}") for c in composite.children(inst)]
     for name, module, what in (*own, *kids):
@@ -145,15 +145,15 @@ def _out_of_tree(inst: Instance) -> Iterator[str]:
 
 
 def _unknown_hint(inst: Instance, name: str, release: Release, v0: bool) -> str:
-    renamed = connectors.RENAMED.get(name)
+    renamed = registry.RENAMED.get(name)
     if v0:
         return "set VLLM_USE_V1=0 in vllm_env to run the V0 engine, or use a V1 connector"
     if renamed:
         return f"use kv_connector {renamed[0]}"
-    if connectors.ever_registered(name):
+    if registry.ever_registered(name):
         return (f"pin a vllm_version that registers {name}, use a connector vLLM {release} registers, or set "
                 "kv_connector_module_path to a module that defines it")
-    close = connectors.suggest(name, release)
+    close = registry.suggest(name, release)
     if close:
         return f"did you mean {words(close)}?"
     if inst.module_path:
@@ -163,7 +163,7 @@ def _unknown_hint(inst: Instance, name: str, release: Release, v0: bool) -> str:
 
 def _moriio_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     """(extra key, message, hint) for each setting MoRIIOConnector of the instance's release cannot use."""
-    release = connectors.release(inst)
+    release = registry.release(inst)
     return moriio_config.config_problems(composite.effective(inst).extra, release, api_port(inst))
 
 
@@ -177,9 +177,9 @@ def _config_problems(inst: Instance) -> tuple[tuple[str, str, str], ...]:
 def _other_problems(inst: Instance) -> Iterator[tuple[str, str, str]]:
     kind = view.kind(inst)
     extra = composite.effective(inst).extra  # a composite's settings that matter are its transfer child's
-    release = connectors.release(inst)
+    release = registry.release(inst)
     if inst.module_path == "" and inst.connector:
-        empty = connectors.empty_module_path(inst.connector, release)
+        empty = registry.empty_module_path(inst.connector, release)
         if empty:
             yield ("kv_connector_module_path", empty, "remove kv_connector_module_path or name the module")
     if kind == "nixl" and "enforce_handshake_compat" in extra and not isinstance(extra["enforce_handshake_compat"], bool):
@@ -236,10 +236,10 @@ def start_problems(inst: Instance, release: Release) -> list[tuple[str, str, str
         found.append(("pipeline_parallel_size", stages[0], stage_specs.hint(inst), stages[1]))
     elif off:
         found.append(("disable_hybrid_kv_cache_manager", off[0], hma.off_fix(inst), off[1]))
-    layout = moriio_hybrid.nixl_layout(inst)
+    layout = hybrid.nixl_layout(inst)
     if layout:
-        found.append((f"env.{moriio_hybrid.CONV_ENV}", layout[0], moriio_hybrid.DS_HINT, layout[1]))
-    return found + moriio_hybrid.moriio_start(inst)
+        found.append((f"env.{hybrid.CONV_ENV}", layout[0], hybrid.DS_HINT, layout[1]))
+    return found + hybrid.moriio_start(inst)
 
 
 @rule("connector[config]")

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from ...topology.types import Instance, Topology, per_body
 from ...vllm.connectors import composite, extra_read
-from ...vllm.connectors import registry as connectors
+from ...vllm.connectors import registry
 from ..base import Hit, each_body, hit, rule
 
 
@@ -62,7 +62,7 @@ def _no_effect(inst: Instance) -> tuple[tuple[str, str, str], ...]:
     """(field, message, hint) per key of inst's extra config (and its children's) the connector never reads."""
     if not inst.knows("kv_transfer_config", "kv_connector_extra_config", "kv_connector", "version"):
         return ()
-    release = connectors.release(inst)
+    release = registry.release(inst)
     out: list[tuple[str, str, str]] = []
     wrapper = composite.is_composite(inst)
     if wrapper and inst.connector == "MultiConnector" and not inst.module_path:
@@ -70,7 +70,7 @@ def _no_effect(inst: Instance) -> tuple[tuple[str, str, str], ...]:
     for index, child in enumerate(composite.views(inst) if wrapper else (inst,)):
         if child.module_path:
             continue  # an out-of-tree class reads what its own source asks for
-        family = connectors.kind_of(child.connector)
+        family = registry.kind_of(child.connector)
         if family in extra_read.FAMILIES:
             out += _keys(child, family, f"connectors[{index}]." if wrapper else "", release)
     return tuple(out)

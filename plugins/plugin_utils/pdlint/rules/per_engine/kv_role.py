@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from ...contract import KV_ROLES
 from ...topology.types import Instance, Topology
 from ...vllm.connectors import composite, kvconfig, view
-from ...vllm.connectors import registry as connectors
+from ...vllm.connectors import registry
 from ...vllm.releases import Release
 from ...yaml_text import yaml_text
 from ..base import Hit, each_body, hit, rule
@@ -55,7 +55,7 @@ def missing(topo: Topology) -> Iterator[Hit]:
 
 def _unset(inst: Instance) -> tuple[Release, ...]:
     if inst.connector and inst.kv_role is None and inst.knows("kv_role", "kv_connector", "version"):
-        return (connectors.release(inst),)
+        return (registry.release(inst),)
     return ()
 
 
@@ -191,12 +191,12 @@ def moriio_explicit(topo: Topology) -> Iterator[Hit]:
 
 
 def _not_a_role(inst: Instance) -> tuple[Release, ...]:
-    return (connectors.release(inst),) if inst.kv_role is not None and inst.kv_role not in KV_ROLES else ()
+    return (registry.release(inst),) if inst.kv_role is not None and inst.kv_role not in KV_ROLES else ()
 
 
 def _wrong_side(inst: Instance) -> tuple[bool, ...]:
     view_of = composite.effective(inst)
-    return (True,) if view.kind(view_of) in connectors.ROLE_AWARE and view_of.kv_role == _WRONG[view_of.role] else ()
+    return (True,) if view.kind(view_of) in registry.ROLE_AWARE and view_of.kv_role == _WRONG[view_of.role] else ()
 
 
 def _moriio_both(inst: Instance) -> tuple[bool, ...]:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from ...topology.types import Deployment, Engine, Instance, Topology
 from ...vllm.connectors import composite, view
 from ...vllm.connectors.moriio import config as moriio_config
-from ...vllm.connectors import registry as connectors
+from ...vllm.connectors import registry
 from ...vllm.connectors.ports import Bind, api_port, binds, self_collision_hint
 from ..base import Hit, hit, rule
 
@@ -123,7 +123,7 @@ def collision(topo: Topology) -> Iterator[Hit]:
                 reported.add(key)
                 where = "itself" if first is inst else first.label
                 # MoRIIO's own workers on one port hang at start (moriio_config.SELF_COLLISION)
-                why = f" ({moriio_config.SELF_COLLISION.at(connectors.release(inst))})" \
+                why = f" ({moriio_config.SELF_COLLISION.at(registry.release(inst))})" \
                     if where == "itself" and bind.kind == first_bind.kind == "moriio" else ""
                 yield hit(inst, (bind.field, "port"),
                           f"{_label(inst, bind)} uses port {bind.port}, already taken on {host} by "
@@ -231,7 +231,7 @@ def side_channel_host(topo: Topology) -> Iterator[Hit]:
 
 
 def _loopback(inst: Instance) -> bool:
-    return inst.knows("env.VLLM_NIXL_SIDE_CHANNEL_HOST") and connectors.is_loopback(_side_channel_host(inst))
+    return inst.knows("env.VLLM_NIXL_SIDE_CHANNEL_HOST") and registry.is_loopback(_side_channel_host(inst))
 
 
 def _unreachable(dep: Deployment) -> Iterator[Hit]:

@@ -5,7 +5,7 @@ The table's source per release: EngineArgs/AsyncEngineArgs.add_cli_args (vllm/en
 get_kwargs / _compute_kwargs over the config dataclasses), make_arg_parser and FrontendArgs
 (entrypoints/openai/cli_args.py <= 0.28.0, entrypoints/launchers/cli_args.py 0.29.0-0.32.0,
 entrypoints/common/cli_args.py 0.33.0), ServeSubcommand.subparser_init (entrypoints/cli/serve.py, 0.9.x).
-tests/test_vllm_args.py re-reads every wheel and holds the table equal.
+tests/vllm/arguments/test_vllm_args.py re-reads every wheel and holds the table equal.
 """
 from __future__ import annotations
 

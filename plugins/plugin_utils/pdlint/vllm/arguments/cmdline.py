@@ -4,7 +4,7 @@ argv() splits vllm_args (one string, as a POSIX shell splits it; or a list, one 
 tokens that remember where they came from. parse() runs them through that release's FlexibleArgumentParser
 (cmdline_flex: the rewriting parse_args does; cmdline_config: --config FILE) and argparse (cmdline_argparse,
 cmdline_consume) over the release's argument table (args.arguments), and says what is set, by which token, and
-why vLLM would refuse it. tests/test_vllm_cmdline_differential.py holds it equal to each release's own parser.
+why vLLM would refuse it. tests/vllm/arguments/test_vllm_cmdline_differential.py holds it equal to each release's own parser.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from . import dynamo as dynamo_launcher
+from . import dynamo
 from .args import arguments, first_release
 from .argparser import Parser, build, classify
 from .consume import run
@@ -80,7 +80,7 @@ def launcher(tokens: Sequence[Token]) -> tuple[str, int]:
     if len(texts) == 3 and texts[1] == "-m" and (program in _PYTHON or program.startswith("python3.")):
         if texts[2] == _API_SERVER:
             return "api_server", 3
-        if texts[2] in dynamo_launcher.MODULES:
+        if texts[2] in dynamo.MODULES:
             return "dynamo", 3
     return "", 0
 

@@ -3,7 +3,7 @@
 The role writes the variable onto the command line (`--max-model-len {{ vllm_max_model_len }}`), so the value is
 what vLLM's parser makes of its rendered text: the release's own type= converter and choices (cmdline_types,
 through the same Action the command-line parser builds: one converter serves both ways in), never a looser
-pattern of pdlint's own. tests/test_vllm_variables.py holds the two ways equal for every argument type and release.
+pattern of pdlint's own. tests/vllm/arguments/test_vllm_variables.py holds the two ways equal for every argument type and release.
 """
 from __future__ import annotations
 

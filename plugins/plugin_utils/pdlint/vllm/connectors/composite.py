@@ -4,7 +4,7 @@ vLLM's MultiConnector (kv_connector/v1/multi_connector.py, in-tree from 0.9.0) b
 of kv_connector_extra_config.connectors, each item a whole KVTransferConfig (its own kv_connector, kv_role,
 kv_connector_extra_config, kv_connector_module_path). What pairs prefill with decode is the child that produces
 and consumes kv_transfer_params (the P/D transfer connector, e.g. NIXL); what decides HMA is every child; every
-child binds its own ports. tests/test_vllm_multiconnector.py runs each release's own MultiConnector code.
+child binds its own ports. tests/vllm/connectors/test_vllm_multiconnector.py runs each release's own MultiConnector code.
 """
 from __future__ import annotations
 

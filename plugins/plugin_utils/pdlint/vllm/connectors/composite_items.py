@@ -7,7 +7,7 @@ all_children_support_hma). So an item that is not a mapping fails (TypeError or 
 and from 0.9.1, where KVTransferConfig is a pydantic dataclass, the item's fields are validated as
 --kv-transfer-config's are: a kv_connector_extra_config that is not a mapping is a ValidationError, and an unknown
 key is ignored (0.9.1 - 0.15.x) or rejected (0.16.0+, extra="forbid"; 0.9.0 dataclass: TypeError).
-tests/test_vllm_multiconnector.py runs each release's own code on such items.
+tests/vllm/connectors/test_vllm_multiconnector.py runs each release's own code on such items.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Which kv_connector_extra_config keys each connector family reads, per release (data/extra_keys.json, generated
-by tools/vllm_extra_keys.py from each release's kv_connector/v1/ source; tests/test_vllm_extra_keys.py holds it
+by tools/vllm_extra_keys.py from each release's kv_connector/v1/ source; tests/vllm/connectors/test_vllm_extra_keys.py holds it
 equal to the wheels).
 
 vLLM types kv_connector_extra_config `dict[str, Any]` (config/kv_transfer.py KVTransferConfig) and never checks its

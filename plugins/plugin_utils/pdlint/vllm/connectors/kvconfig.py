@@ -2,7 +2,7 @@
 
 Read from each wheel's KVTransferConfig (0.8.5 - 0.10.0 vllm/config.py, 0.10.1 vllm/config/__init__.py,
 0.10.2+ vllm/config/kv_transfer.py) and the CLI parser of --kv-transfer-config (engine/arg_utils.py);
-tests/test_vllm_registry.py reads them again and compares.
+tests/vllm/connectors/test_vllm_registry.py reads them again and compares.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ ROLE_INVALID: Timeline[str] = Timeline(
 
 
 # The numeric and boolean fields' types (the annotations of each release's KVTransferConfig, lifted by
-# tests/test_vllm_kv_lax.py): int kv_port, kv_parallel_size, kv_rank (Optional), float kv_buffer_size (until 0.31.0),
+# tests/vllm/connectors/test_vllm_kv_lax.py): int kv_port, kv_parallel_size, kv_rank (Optional), float kv_buffer_size (until 0.31.0),
 # bool enable_permute_local_kv (0.11.1+). str fields need no entry: pydantic converts no number to a str.
 _NUMBERS_085 = {"kv_port": "int", "kv_parallel_size": "int", "kv_rank": "int", "kv_buffer_size": "float"}
 NUMBER_FIELDS: Timeline[Mapping[str, str]] = Timeline(

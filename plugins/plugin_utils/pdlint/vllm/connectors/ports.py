@@ -8,7 +8,7 @@ from ...topology.types import Instance
 from . import composite, mooncake
 from .moriio import config as moriio_config
 from .nixl import channel as nixl_channel
-from . import registry as connectors
+from . import registry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +44,7 @@ def dynamo_system_port(inst: Instance) -> int | None:
     only a positive DYN_SYSTEM_PORT is a listener pdlint can place (on DYN_SYSTEM_HOST, default 0.0.0.0)."""
     if inst.launcher != "dynamo":
         return None
-    port = connectors.env_int(inst, "DYN_SYSTEM_PORT", -1)
+    port = registry.env_int(inst, "DYN_SYSTEM_PORT", -1)
     return port if port is not None and port > 0 else None
 
 
@@ -64,18 +64,18 @@ def binds(inst: Instance) -> Iterator[Bind]:
 
 def _connector(inst: Instance) -> Iterator[Bind]:
     """The listeners of the one connector inst runs."""
-    kind = connectors.registry_kind(inst)
+    kind = registry.registry_kind(inst)
     if kind == "nixl":
         # Per release (nixl_channel.SIDE_CHANNEL): per worker before 0.11.1, then one listener per engine core.
-        release = connectors.release(inst)
-        base = connectors.env_int(inst, "VLLM_NIXL_SIDE_CHANNEL_PORT", nixl_channel.default_side_channel_port(release))
+        release = registry.release(inst)
+        base = registry.env_int(inst, "VLLM_NIXL_SIDE_CHANNEL_PORT", nixl_channel.default_side_channel_port(release))
         if base is not None:
             for port, what in nixl_channel.side_channel_ports(release, base, inst.dp_start, inst.dp_local, inst.tp):
                 yield Bind(port, what, "env.VLLM_NIXL_SIDE_CHANNEL_PORT", "nixl")
     elif kind == "moriio":
         # moriio_config.listeners: base + DP rank + TP rank (global DP rank before 0.28.0, pod-local after);
         # MoRIIO ignores PP, so every PP stage binds the same ports.
-        release = connectors.release(inst)
+        release = registry.release(inst)
         for key, default in (("handshake_port", moriio_config.DEFAULT_HANDSHAKE_PORT),
                              ("notify_port", moriio_config.DEFAULT_NOTIFY_PORT)):
             base = _as_port(inst.extra.get(key), default)
@@ -89,7 +89,7 @@ def _connector(inst: Instance) -> Iterator[Bind]:
         yield from _mooncake(inst)
     elif kind == "p2p-nccl":
         # p2p_nccl_engine.py P2pNcclEngine.__init__ (0.9.2 - 0.23.0): kv_port + world rank, on every rank.
-        base = inst.kv_port if inst.kv_port is not None else connectors.P2P_KV_PORT
+        base = inst.kv_port if inst.kv_port is not None else registry.P2P_KV_PORT
         for rank in range(inst.tp * inst.pp * inst.dp_local):
             yield Bind(base + rank, f"P2pNccl kv_port (rank {rank})", "kv_port", "p2p-nccl")
 
@@ -98,8 +98,8 @@ def _mooncake(inst: Instance) -> Iterator[Bind]:
     """Mooncake's listeners on a prefill (non-consumer) engine: per worker before 0.16.0, one bootstrap server after."""
     if inst.kv_role == "kv_consumer":
         return  # `if not self.is_kv_consumer` (kv_role != "kv_consumer" in 0.13.0 - 0.15.x): kv_both binds too
-    release = connectors.release(inst)
-    port = connectors.env_int(inst, "VLLM_MOONCAKE_BOOTSTRAP_PORT", connectors.MOONCAKE_BOOTSTRAP_PORT)
+    release = registry.release(inst)
+    port = registry.env_int(inst, "VLLM_MOONCAKE_BOOTSTRAP_PORT", registry.MOONCAKE_BOOTSTRAP_PORT)
     if port is None:
         return
     if not mooncake.launches_bootstrap(release):
@@ -141,7 +141,7 @@ def self_collision_hint(inst: Instance, first: Bind, second: Bind) -> str:
     name = _NAMES[first.kind]
     if first.field != second.field:  # e.g. MoRIIO's handshake range running into its notify range
         return f"{name}'s {setting(first.field)} and {setting(second.field)} ranges overlap: move one base away"
-    release = connectors.release(inst)
+    release = registry.release(inst)
     if first.kind == "moriio":
         # moriio_config.listeners: base + DP rank + TP rank (tp_size never passed), the same for every PP stage
         fixes = (["one DP rank per instance (or TP 1)"] if inst.dp_local > 1 and inst.tp > 1 else []) + (

@@ -88,7 +88,7 @@ _MC = ("MooncakeConnector",)
 _MULTI = ("MultiConnector", "OffloadingConnector", "DecodeBenchConnector")
 _STORE = ("ExampleHiddenStatesConnector", "MooncakeStoreConnector")
 _PULL_PUSH = ("NixlPullConnector", "NixlPushConnector")
-# Registered connector classes that implement SupportsHMA, read from every wheel (tests/test_vllm_registry.py).
+# Registered connector classes that implement SupportsHMA, read from every wheel (tests/vllm/connectors/test_vllm_registry.py).
 SUPPORTS_HMA: Timeline[frozenset[str]] = Timeline(
     "connectors implementing SupportsHMA",
     ("0.8.5", frozenset(), _HMA, "no connector supports the hybrid KV cache manager"),

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from . import config_defaults as defaults
+from . import config_defaults
 from . import types
 from ..releases import R, Release
 
@@ -53,6 +53,8 @@ class Derived:
     sliding_window: int | None = None
     layers: int | None = None
     model_type: str | None = None
+    head_size: int | None = None  # ModelConfig.get_head_size: what one KV head holds per token (MLA: the latent)
+    max_len: int | None = None  # the smallest of the config's length fields: max_model_len's default, at most
     error: str | None = None  # a config vLLM rejects when it loads it
     how: tuple[str, ...] = ()  # each fact: which field, which vLLM function
     unknown: str | None = None  # why pdlint cannot tell what vLLM reads (the facts stay unknown: a warning)
@@ -90,19 +92,19 @@ def text_config(data: Mapping[str, Any], release: Release) -> Text:
         return Text(None, "", error=(f"config.json has several text configs ({', '.join(found)}); transformers "
                                      "refuses it"))
     top = data.get("model_type")
-    how = defaults.COMPOSITES.get(top) if isinstance(top, str) else None
+    how = config_defaults.COMPOSITES.get(top) if isinstance(top, str) else None
     if not found and how is None:
-        return Text(defaults.filled(data, top), "", data)
+        return Text(config_defaults.filled(data, top), "", data)
     name = found[0] if found else str(how["name"])  # type: ignore[index]
     sub = data[name] if found else data if how["flat"] else {}  # type: ignore[index]
     if not isinstance(sub, Mapping):
         return Text(None, name, error=f"{name} is not a mapping")
     # a composite pdlint has no row for (vLLM's own class, remote code) builds a class pdlint cannot name
-    klass = defaults.text_class(top, sub)
-    written, sub = sub, defaults.filled(sub, klass)
+    klass = config_defaults.text_class(top, sub)
+    written, sub = sub, config_defaults.filled(sub, klass)
     if _Config(sub).has("num_attention_heads"):
         return Text(sub, name, written)
-    if klass is None or not defaults.known(klass) or defaults.has_heads(klass):
+    if klass is None or not config_defaults.known(klass) or config_defaults.has_heads(klass):
         named = klass or sub.get("model_type")
         return Text(None, name, unknown=(f"{name} has no num_attention_heads and pdlint does not know the defaults "
                                          f"of its config class (model_type {named!r}, in {top!r})"))
@@ -203,6 +205,43 @@ def sliding_window(text: _Config, release: Release) -> int | None:
     return window
 
 
+def head_size(text: _Config, release: Release, mla: bool, heads: int | None) -> int | None:
+    """ModelConfig.get_head_size (vllm/config.py 0.8.5 - 0.10.0, vllm/config/model.py 0.10.1 - 0.13.0,
+    ModelArchConfigConvertorBase.get_head_size 0.14.0 -), with MLA on (VLLM_MLA_DISABLE unset): kv_lora_rank +
+    qk_rope_head_dim; zamba2's attention_head_dim (to 0.13.0); head_dim; hidden_size_per_head; else
+    hidden_size // num_attention_heads. DeepSeek-V4's compressed layout is not modelled (None)."""
+    if mla:
+        if text.has("compress_ratios") or text.has("compress_rates"):
+            return None
+        return _sum_ints(text.get("kv_lora_rank"), text.get("qk_rope_head_dim", 0))
+    if text.get("model_type") == "zamba2" and release < R("0.14.0"):
+        return _int(text.get("attention_head_dim"))
+    dim = _int(text.get("head_dim"))
+    if dim:
+        return dim
+    dim = _int(text.get("hidden_size_per_head"))
+    if dim:
+        return dim
+    hidden = _int(text.get("hidden_size"))
+    return hidden // heads if hidden is not None and heads else None
+
+
+def _sum_ints(*values: Any) -> int | None:
+    ints = [_int(v) for v in values]
+    return None if any(v is None for v in ints) else sum(v for v in ints if v is not None)
+
+
+# _get_and_verify_max_len's possible_keys (vllm/config.py, vllm/config/model.py; every release): the smallest set one
+# bounds max_model_len's default. Rope scaling may raise it (not modelled: pdlint's figure is a lower bound).
+_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_sequence_length",
+                "max_seq_length", "seq_len")
+
+
+def max_len(text: _Config) -> int | None:
+    found = [n for n in (_int(text.get(k)) for k in _LENGTH_KEYS) if n]
+    return min(found) if found else None
+
+
 def derive(data: Mapping[str, Any], release: Release) -> Derived:
     """The facts release derives from config.json data."""
     if not isinstance(data, Mapping):
@@ -212,7 +251,7 @@ def derive(data: Mapping[str, Any], release: Release) -> Derived:
     if sub is None:
         return Derived(release, model_type=model_type, error=error, how=(unknown,) if unknown else (),
                        unknown=unknown)
-    hf, text = _Config(defaults.filled(data, model_type)), _Config(sub)
+    hf, text = _Config(config_defaults.filled(data, model_type)), _Config(sub)
     if model_type in types.UNMODELLED.at(release):
         # MODEL_ARCH_CONFIG_CONVERTORS[model_type] reads heads, KV heads and layers from sub-configs of its own
         # (CohereAsr: encoder / transf_decoder, 0.19.0 -; MossAudio: language_config, 0.24.0 -): the generic fields
@@ -229,11 +268,13 @@ def derive(data: Mapping[str, Any], release: Release) -> Derived:
     span = types.span_of(release)
     own = _Config(written or {})
     note = {n: "" if own.has(n) or not text.has(n) else f" (not in the file: the default of "
-            f"{text.get('model_type')}'s config class, {defaults.SOURCE})" for n in ("num_attention_heads", kv_field)}
+            f"{text.get('model_type')}'s config class, {config_defaults.SOURCE})" for n in ("num_attention_heads", kv_field)}
     how = (f"heads: {prefix}num_attention_heads{note['num_attention_heads']}",
            f"KV heads: {prefix if '.' not in kv_field else ''}{kv_field}{note[kv_field]} ({span})",
            f"MLA: model_type {text.get('model_type')!r} and kv_lora_rank "
            f"({types.MLA_TYPES.step(release).source})")
-    return Derived(release, heads=heads, kv_heads=kv, mla=is_mla(text, release),
+    mla = is_mla(text, release)
+    return Derived(release, heads=heads, kv_heads=kv, mla=mla,
                    sliding_window=sliding_window(text, release), layers=_int(text.get("num_hidden_layers")),
-                   model_type=model_type, how=how)
+                   model_type=model_type, head_size=head_size(text, release, mla, heads), max_len=max_len(text),
+                   how=how)

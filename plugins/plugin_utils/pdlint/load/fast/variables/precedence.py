@@ -5,7 +5,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ....finding import Finding, Origin
-from ....hostvars import HostVars, is_template
+from ....hostvars import HostVars, IdentityMemo, is_template
 from ...notes import role_conflicts as roles
 from ..inventory import Host, Inventory
 from .render import HandOver, Scope, Unkept, render_leaves
@@ -31,21 +31,21 @@ class _Prefixed:
     taken for another's."""
 
     def __init__(self, before: _Prefixed | None = None) -> None:
-        self.cache: dict[tuple[str, int], tuple[Var, bool, dict[Any, Any]]] = {}
-        self.before = before.cache if before is not None else {}
+        self.cache: IdentityMemo[tuple[bool, dict[Any, Any]]] = IdentityMemo()
+        self.before: IdentityMemo[tuple[bool, dict[Any, Any]]] | None = before.cache if before is not None else None
 
     def __call__(self, key: str, var: Var) -> tuple[bool, dict[Any, Any]]:
-        found = self.cache.get((key, id(var)))
+        found = self.cache.get((var,), key)
         if found is None:
-            found = self.before.get((key, id(var)))
-            if found is None or found[0] is not var:
+            found = self.before.get((var,), key) if self.before is not None else None
+            if found is None:
                 value, below = var
-                found = (var, _templated(value), {(key, *path): origin for path, origin in below.items()})
-            self.cache[(key, id(var))] = found
-        return found[1], found[2]
+                found = ((_templated(value), {(key, *path): origin for path, origin in below.items()}),)
+            self.cache.put((var,), found[0], key)
+        return found[0]
 
     def done(self) -> None:
-        self.before = {}  # one load's worth is kept
+        self.before = None  # one load's worth is kept
 
 
 class _Resolved:

@@ -6,7 +6,7 @@ upper, trim, default (d) and to_json: what a side channel host, a port offset or
 with. Each template text is parsed once (jinja2's parser: no code runs) into a plan, and evaluated per host over
 the names it reads. Whatever this module cannot render exactly as ansible-core would (another name, filter or
 node, an undefined variable, an error, a list or mapping result, a newline whose handling Ansible decides) raises
-HandOver, and the caller gives that host to ansible-core (load/reference/). tests/test_fast_templates.py holds
+HandOver, and the caller gives that host to ansible-core (load/reference/). tests/load/test_fast_templates.py holds
 every result equal to ansible-core's templar.
 
 ansible-core 2.19's rules followed here (ansible/_internal/_templating/_jinja_bits.py AnsibleEnvironment.concat):
@@ -37,7 +37,7 @@ class Unkept(HandOver):
 
 
 # The names ansible-core's VariableManager.get_vars(host) sets over the inventory's (as the reference loader renders
-# a host): the three a template of an inventory reads are modelled, the others hand over (tests/test_fast_templates.py
+# a host): the three a template of an inventory reads are modelled, the others hand over (tests/load/test_fast_templates.py
 # holds this set equal to ansible-core's).
 MAGIC = frozenset(("inventory_hostname", "inventory_hostname_short", "group_names", "ansible_config_file",
                    "ansible_facts", "ansible_playbook_python", "ansible_version", "groups", "inventory_dir",
