@@ -98,4 +98,3 @@ def _memory(facts: ModelFacts) -> str:
     kv = (f"{per_token:,} bytes per token at TP 1 in bf16 ({'one MLA latent' if facts.mla else 'K and V'} per "
           "attention layer)" if per_token else "unknown")
     return f"  weights: {weights}\n  KV cache: {kv}\n"
-

@@ -130,8 +130,9 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any, last: Outcome | N
     state = None
     if keep is not None and walked is not None and not said:
         state = again.Pending(keep, hosts, result.found, result.topology, watch(result.model_files))
-    seen = None if state is None else again.Seen(settings, tuple(walked or ()), started, again.buffers(overlay), racy,
-                                             state)
+    seen = None
+    if state is not None:
+        seen = again.Seen(settings, tuple(walked or ()), started, again.buffers(overlay), racy, state)
     return Outcome(source, tuple(findings), tuple(hosts), result.topology, model_files=result.model_files,
                    mapped=result.hosts if config.variables else (), seen=seen)
 
@@ -140,7 +141,8 @@ def _after(last: Outcome, done: Any, seen: Any) -> Outcome:
     """The whole check's outcome from the last one and incremental.again()'s check of some hosts (done)."""
     from . import again
 
-    assert last.topology is not None
+    if last.topology is None:
+        raise AssertionError("an outcome checked again after an edit has its last topology")
     fresh = {hv.host: hv for hv in done.hosts}
     hosts = tuple(fresh.get(hv.host, hv) for hv in last.hosts)
     topology = again.combine(last.topology, done.result.topology, [hv.host for hv in hosts], set(fresh))

@@ -19,7 +19,6 @@ from .project import COMMANDS, Launch
 from .unit import Line, Tracer, Unreadable, Word, runs_vllm, split, with_values
 
 
-
 class _Words:
     """Rendering task arguments into words, each traced to where it was set."""
 
