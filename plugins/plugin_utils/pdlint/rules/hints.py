@@ -132,6 +132,16 @@ def joint_sizes(nodes: Nodes, engine: Engine, side: vpair.Side,
     origin = tp_origin(engine)
     shared = [(o, so) for _unused, o, so in links if origin is not None and tp_origin(o) == origin]
     found: list[tuple[int, tuple[tuple[Engine, int], ...]]] = []
+    if not shared and all(own_ok(partner, so, so.tp) for _own, partner, so in links):
+        # every partner keeps its TP: the sizes the checks allow are the engine's Sides' and shape's alone, asked
+        # once per distinct engine (a fleet whose hosts differ only in values no check reads asks it once); the
+        # nodes' room, which is the engine's own, is checked after, nearest first, as the loop below does
+        for tp in _sizes_alone(side, parallel_config.shape_of(engine.lead), tuple((own, so) for own, _p, so in links)):
+            if nodes.fits({id(engine): (engine, tp)}):
+                found.append((tp, ()))
+                if len(found) == 2:
+                    break
+        return sorted(found, key=lambda f: f[0])
     for tp in _by_distance(side.tp):
         if not (own_ok(engine, side, tp) and all(own_ok(o, so, tp) for o, so in shared)):
             continue
@@ -158,6 +168,15 @@ def joint_sizes(nodes: Nodes, engine: Engine, side: vpair.Side,
                 if len(found) == 2:
                     break
     return sorted(found, key=lambda f: f[0])
+
+
+@functools.lru_cache(maxsize=4096)
+def _sizes_alone(side: vpair.Side, shape: parallel_config.Shape,
+                 links: tuple[tuple[vpair.Side, vpair.Side], ...]) -> tuple[int, ...]:
+    """joint_sizes' sizes, nearest the current TP first, when no partner moves: the engine's own checks and each
+    pair's at its partner's TP (the nodes not asked)."""
+    return tuple(tp for tp in _by_distance(side.tp)
+                 if _own_ok(side, tp, shape) and all(pair_ok(own, so, tp) for own, so in links))
 
 
 @functools.lru_cache(maxsize=256)

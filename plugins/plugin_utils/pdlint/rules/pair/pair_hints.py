@@ -113,7 +113,15 @@ def _places(topo: Topology) -> dict[int, Place]:
 
 
 def tp_hint_for(topo: Topology, inst: Instance) -> str | None:
-    """"use TP ..." for inst's engine: sizes that pass its own checks, its nodes and every pair it is in."""
+    """"use TP ..." for inst's engine: sizes that pass its own checks, its nodes and every pair it is in; once per
+    instance and topology (tp[heads] and tp[kv-heads] both ask it for an engine that fails both)."""
+    hints = memo_of(topo).setdefault("tp-hints", {})
+    if id(inst) not in hints:
+        hints[id(inst)] = _tp_hint(topo, inst)
+    return hints[id(inst)]  # type: ignore[no-any-return]
+
+
+def _tp_hint(topo: Topology, inst: Instance) -> str | None:
     place = _places(topo).get(id(inst))
     if place is None or not place[2]:  # in no judged pair: the engine alone
         engine = place[0] if place is not None else Engine((inst,))
