@@ -307,3 +307,29 @@ def test_pattern_by_inventory_order_is_unresolved(pattern: str, tmp_path: Path,
         (f"hosts: {pattern} selects hosts by their order in the inventory, which pdlint does not model: the play is "
          "not read", line_of(tmp, "site.yml", "hosts: " + pattern))]
     assert not [f for f in found if f["rule"].startswith("tp")]
+
+
+@pytest.mark.parametrize("how", ["include_role", "ansible.builtin.import_role", "dependency"])
+def test_role_reached_by_a_task_or_a_dependency_is_launched(how: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launch role run by an include_role/import_role task (its `vars:` deciding decode TP 3), or as a meta
+    dependency of the play's role (a param deciding it), is read as `roles:` is; a `when: false` include is not."""
+    prefill = {"hosts": "prefill", "roles": ["vllm"]}
+    extra: dict[str, str] = {}
+    if how == "dependency":
+        decode = {"hosts": "decode", "roles": ["serve"]}
+        extra["roles/serve/meta/main.yml"] = yaml.safe_dump({"dependencies": [{"role": "vllm", "tp": 3}]})
+        file = "roles/serve/meta/main.yml"
+    else:
+        decode = {"hosts": "decode", "tasks": [{"name": "skipped", "include_role": {"name": "vllm"}, "when": False,
+                                                "vars": {"tp": 5}},
+                                               {"name": "engine", how: {"name": "vllm"}, "vars": {"tp": 3}}]}
+        file = "site.yml"
+    tmp = project(tmp_path, site=[prefill, decode], defaults={"tp": 8, "gpus": "0"}, extra=extra,
+                  group_vars={"all": {"vllm_model_num_attention_heads": 24, "vllm_model_num_kv_heads": 24,
+                                      "vllm_model_is_mla": False}})
+    code, found = run(tmp, monkeypatch)
+    ratio = [f for f in found if f["rule"] == "tp-ratio[nixl]"]
+    assert code == 1 and len(ratio) == 1, found
+    assert ratio[0]["message"].startswith("prefill TP 8 is not a multiple of decode TP 3")
+    assert where(ratio[0]) == line_of(tmp, file, "3")

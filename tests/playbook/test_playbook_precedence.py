@@ -77,7 +77,10 @@ def _ansible(tmp: Path) -> list[tuple[str, dict[str, Any]]]:
     for line in proc.stdout.splitlines():
         match = re.match(r"^(\S+) \| SUCCESS => (\{.*\})$", line)
         if match:
-            msg = json.loads(match.group(2))["msg"]
+            payload = json.loads(match.group(2))
+            if "msg" not in payload:  # an include_role task's own line
+                continue
+            msg = payload["msg"]
             found.append((match.group(1), json.loads(msg) if isinstance(msg, str) else msg))
     return found
 
@@ -100,3 +103,54 @@ def test_every_pair_of_layers_as_ansible_playbook(tmp_path: Path, monkeypatch: p
         variables = {**found.values, **magic(hosts[host], play, role, {})}
         got = {n: plain(variables, variables[n]) if n in variables else "UNSET" for n in names}
         assert got == values, (host, role_name, {n: (got[n], values[n]) for n in names if got[n] != values[n]})
+
+
+INCLUDED = ("defaults_a", "vars_a", "defaults_c", "vars_c", "params_c", "defaults_d", "vars_d", "tvars_d",
+            "defaults_e", "vars_e", "tvars_e", "play_vars", "group_all")
+
+
+def _included_project(tmp: Path) -> list[str]:
+    """role_a (in `roles:`) depends on role_c (meta/main.yml, with a param); the play's tasks include role_d and
+    import role_e with task `vars:`, and include role_f under `when: false`."""
+    names = [f"v_{'_'.join(c)}" for n in (1, 2) for c in itertools.combinations(INCLUDED, n)]
+    layers: dict[str, dict[str, Any]] = {layer: {} for layer in INCLUDED}
+    for name in names:
+        for layer in INCLUDED:
+            if f"_{layer}_" in f"_{name[2:]}_":
+                layers[layer][name] = layer
+    shown = "{{ {'__role': role_name, " + ", ".join(f"'{n}': {n} | default('UNSET')" for n in names) + "} | to_json }}"
+    debug = yaml.safe_dump([{"ansible.builtin.debug": {"msg": shown}}])
+    site = [{"hosts": "g", "gather_facts": False, "vars": layers["play_vars"], "roles": ["role_a"],
+             "tasks": [{"ansible.builtin.include_role": {"name": "role_d"}, "vars": layers["tvars_d"]},
+                       {"import_role": {"name": "role_e"}, "vars": layers["tvars_e"]},
+                       {"include_role": {"name": "role_f"}, "when": False}]}]
+    write_tree(tmp, {
+        "inv/hosts.yml": yaml.safe_dump({"all": {"children": {"g": {"hosts": {"h1": {}}}}}}),
+        "inv/group_vars/all.yml": yaml.safe_dump({**layers["group_all"], "ansible_connection": "local",
+                                                  "ansible_python_interpreter": sys.executable}),
+        "site.yml": yaml.safe_dump(site),
+        "roles/role_a/meta/main.yml": yaml.safe_dump({"dependencies": [{"role": "role_c", **layers["params_c"]}]}),
+        **{f"roles/role_{r}/{kind}/main.yml": yaml.safe_dump(layers[f"{kind}_{r}"])
+           for r in "acde" for kind in ("defaults", "vars")},
+        **{f"roles/role_{r}/tasks/main.yml": debug for r in "acdef"},
+    })
+    return names
+
+
+def test_dependencies_and_included_roles_as_ansible_playbook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    names = _included_project(tmp_path)
+    expected = _ansible(tmp_path)
+    assert [values["__role"] for _host, values in expected] == ["role_c", "role_a", "role_d", "role_e"]
+    monkeypatch.chdir(tmp_path)
+    safety.configure()
+    project = playbook.project_of("site.yml")
+    hosts = {hv.host: hv for hv in select.load(["inv/hosts.yml"], keep_names=frozenset(names))}
+    [play] = project.plays
+    assert [role.name for role in play.roles] == ["role_c", "role_a", "role_d", "role_e"]  # role_f: when false
+    roles = {role.name: role for role in play.roles}
+    for host, values in expected:
+        role = roles[values.pop("__role")]
+        found = scope(hosts[host], play, role)
+        variables = {**found.values, **magic(hosts[host], play, role, {})}
+        got = {n: plain(variables, variables[n]) if n in variables else "UNSET" for n in names}
+        assert got == values, (host, role.name, {n: (got[n], values[n]) for n in names if got[n] != values[n]})

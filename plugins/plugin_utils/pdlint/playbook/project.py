@@ -60,6 +60,13 @@ class Role:
     entry_vars: Mapping[str, Any]  # the entry's `vars:`: after vars/main.yml, in this role's tasks only
     launches: tuple[Launch, ...]
     origin: Origin
+    # in `roles:`, an import_role task or a meta dependency of one: its defaults and vars are every task's of the
+    # play, as VariableManager reads play.get_roles(); an include_role's are its own tasks' only, or with
+    # `public: true` also those of the tasks after it (`after`)
+    exported: bool = True
+    after: bool = False
+    parents: tuple[Role, ...] = ()  # a meta dependency's dependent roles, outermost first (ansible-core's dep chain)
+    dependencies: tuple[Role, ...] = ()  # every role its meta/main.yml brings in, each after its own
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,6 +187,60 @@ def _role(loader: Any, entry: Any, directory: str, play_origin: Origin) -> Role:
                 _launches(loader, path), origin)
 
 
+_INCLUDES = ("include_role", "import_role", "ansible.builtin.include_role", "ansible.builtin.import_role",
+             "ansible.legacy.include_role", "ansible.legacy.import_role")
+
+
+def _with_dependencies(loader: Any, role: Role, directory: str, chain: tuple[str, ...]) -> list[Role]:
+    """role after the roles its meta/main.yml `dependencies:` names, each after its own, as Role._load_dependencies
+    orders them; a dependency cycle is a PlaybookError."""
+    meta_file = _main_file(os.path.join(role.path, "meta"))
+    if meta_file is None:
+        return [role]
+    meta = _mapping(_load(loader, meta_file, "role meta"), Origin(display_path(meta_file)), "role meta")
+    dependencies = meta.get("dependencies") or []
+    if not isinstance(dependencies, list):
+        raise PlaybookError(origin_of(dependencies) or Origin(display_path(meta_file)),
+                            "a role's dependencies must be a list")
+    out: list[Role] = []
+    for entry in dependencies:
+        dep = _role(loader, entry, directory, origin_of(entry) or Origin(display_path(meta_file)))
+        if dep.path in chain:
+            raise PlaybookError(dep.origin, f"role {dep.name!r} depends on itself")
+        dep = dataclasses.replace(dep, exported=role.exported, after=role.after, parents=(*role.parents, role))
+        out += _with_dependencies(loader, dep, directory, (*chain, dep.path))
+    return [*out, dataclasses.replace(role, dependencies=tuple(out))]
+
+
+def _static_false(when: Any) -> bool:
+    """A `when:` that is false as written (a YAML false, or a list holding one): the task never runs."""
+    items = when if isinstance(when, list) else [when]
+    return any(item is False or (isinstance(item, str) and item.strip().lower() in ("false", "no")) for item in items)
+
+
+def _task_roles(loader: Any, tasks: Any, directory: str, origin: Origin) -> list[Role]:
+    """The roles that a play's task list includes or imports (`include_role: {name: x}` with the task's `vars:`),
+    skipping a task whose `when:` is false as written."""
+    found: list[Role] = []
+    for task in tasks if isinstance(tasks, list) else []:
+        if not isinstance(task, Mapping) or _static_false(task.get("when")):
+            continue
+        for key in _INCLUDES:
+            args = task.get(key)
+            if args is None:
+                continue
+            name = args.get("name") if isinstance(args, Mapping) else args
+            where = origin_of(task) or origin
+            if not isinstance(name, str):
+                raise PlaybookError(where, f"{key} must name its role (`name: ROLE`)")
+            static = key.endswith("import_role")
+            public = isinstance(args, Mapping) and args.get("public") in (True, "true", "yes")
+            role = dataclasses.replace(_role(loader, {"role": name, "vars": task.get("vars")}, directory, where),
+                                       exported=static, after=not static and public)
+            found += _with_dependencies(loader, role, directory, (role.path,))
+    return found
+
+
 def _plays(loader: Any, path: str, seen: tuple[str, ...]) -> list[Play]:
     real = os.path.realpath(path)
     if real in seen:
@@ -205,9 +266,16 @@ def _plays(loader: Any, path: str, seen: tuple[str, ...]) -> list[Play]:
         files = entry.get("vars_files") or []
         vars_files = tuple(_mapping(_load(loader, os.path.join(directory, str(f)), "vars file"), origin, "vars file")
                            for f in (files if isinstance(files, list) else [files]))
-        roles = entry.get("roles") or []
+        roles: list[Role] = []
+        for section in ("pre_tasks", "roles", "tasks", "post_tasks"):  # the order a play runs them
+            if section == "roles":
+                for written in entry.get("roles") or []:
+                    role = _role(loader, written, directory, origin)
+                    roles += _with_dependencies(loader, role, directory, (role.path,))
+            else:
+                roles += _task_roles(loader, entry.get(section), directory, origin)
         out.append(Play(str(hosts), _mapping(entry.get("vars"), origin, "play vars"), vars_files,
-                        tuple(_role(loader, r, directory, origin) for r in roles), origin, directory))
+                        tuple(roles), origin, directory))
     return out
 
 

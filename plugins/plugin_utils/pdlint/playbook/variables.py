@@ -30,8 +30,15 @@ class Scope:
 
 def _layers(play: Play, role: Role) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
     """(below the inventory, above it), each lowest first."""
-    below = [r.defaults for r in play.roles] + [role.defaults]
-    above = [play.vars, *play.vars_files, *(r.vars for r in play.roles), role.vars, role.entry_vars, role.params]
+    mine = next((i for i, r in enumerate(play.roles) if r is role), len(play.roles))
+    shared = [r for i, r in enumerate(play.roles) if r.exported or (r.after and i < mine)]
+    # Role.get_default_vars: its dependencies' defaults, its parents', its own; Role.get_vars: its parents' vars,
+    # its dependencies', its own, then the entry's vars; params: the parents', then its own
+    below = [*(r.defaults for r in shared), *(d.defaults for d in role.dependencies),
+             *(p.defaults for p in role.parents), role.defaults]
+    above = [play.vars, *play.vars_files, *(r.vars for r in shared), *(p.vars for p in role.parents),
+             *(d.vars for d in role.dependencies), role.vars, role.entry_vars, *(p.params for p in role.parents),
+             role.params]
     return below, above
 
 
