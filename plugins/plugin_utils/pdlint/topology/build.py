@@ -202,10 +202,12 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
         return
     from_json = isinstance(raw, str)
     for key, attr in _KV.items():
-        if key not in config or config[key] is None:
+        if key not in config:
             continue
         value = config[key]
         origins[key] = origin if from_json else src.origin_in("kv_transfer_config", key)
+        if value is None:
+            continue  # kept unset, but where it was written down stays known (kv_role: null)
         if isinstance(value, Unresolved):
             unresolved.add(key)
             problems.append(_unresolved(src, f"kv_transfer_config.{key}", value.reason, origins[key]))
