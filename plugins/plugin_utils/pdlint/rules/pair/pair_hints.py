@@ -115,10 +115,13 @@ def _places(topo: Topology) -> dict[int, Place]:
 def tp_hint_for(topo: Topology, inst: Instance) -> str | None:
     """"use TP ..." for inst's engine: sizes that pass its own checks, its nodes and every pair it is in; once per
     instance and topology (tp[heads] and tp[kv-heads] both ask it for an engine that fails both)."""
-    hints = memo_of(topo).setdefault("tp-hints", {})
+    memo = memo_of(topo)
+    if "tp-hints" not in memo:
+        memo["tp-hints"] = {}
+    hints: dict[int, str | None] = memo["tp-hints"]  # type: ignore[assignment]
     if id(inst) not in hints:
         hints[id(inst)] = _tp_hint(topo, inst)
-    return hints[id(inst)]  # type: ignore[no-any-return]
+    return hints[id(inst)]
 
 
 def _tp_hint(topo: Topology, inst: Instance) -> str | None:
