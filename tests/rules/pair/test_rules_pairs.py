@@ -63,10 +63,8 @@ CASES = [
                                        d={"tensor_parallel_size": 4})),
     ("tp-ratio[p2p-nccl]", "d1.tensor_parallel_size", pair("P2pNcclConnector", p={"tensor_parallel_size": 2},
                                       d={"tensor_parallel_size": 4})),
-    # Decode left PP unset: the value written down is prefill's PP, but the rule points at decode's vllm_pd_role.
-    pytest.param("tp-ratio[p2p-nccl]", "p1.pipeline_parallel_size", pair("P2pNcclConnector",
-                                                                           p={"pipeline_parallel_size": 2}),
-                 marks=pytest.mark.xfail(strict=True, reason="points at the decode host's vllm_pd_role, not the PP set")),
+    # Decode leaves PP unset: the value written down is prefill's PP, not decode's vllm_pd_role.
+    ("tp-ratio[p2p-nccl]", "p1.pipeline_parallel_size", pair("P2pNcclConnector", p={"pipeline_parallel_size": 2})),
     ("tp-ratio[p2p-nccl]", None, pair("P2pNcclConnector")),
     ("kv-heads[moriio-replicated]", "p1.tensor_parallel_size", pair("MoRIIOConnector", extra=MORIIO_READ, model=L70,
                                                p={"tensor_parallel_size": 2}, d={"tensor_parallel_size": 4})),
