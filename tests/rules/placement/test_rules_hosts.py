@@ -5,13 +5,13 @@ import json
 
 import pytest
 from conftest import rules_of
-from inv import MORIIO_READ, pair
+from inv import MORIIO_READ, assert_points, flow, pair, row_ids
 
 
 def colocated(*items: dict, **host: object) -> str:
     """One host gpu1 running several instances of deployment 'dep'."""
     h = {"vllm_pd_deployment": "dep", "vllm_instances": list(items), **{"vllm_" + k: v for k, v in host.items()}}
-    return json.dumps({"all": {"hosts": {"gpu1": h}}})
+    return flow({"all": {"hosts": {"gpu1": h}}})
 
 
 NIXL = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
@@ -19,39 +19,40 @@ MORIIO_P = {"kv_connector": "MoRIIOConnector", "kv_role": "kv_producer", "kv_con
 MORIIO_D = {**MORIIO_P, "kv_role": "kv_consumer"}
 
 CASES = [
-    ("tp[heads]", True, pair(None, p={"tensor_parallel_size": 3})),
-    ("tp[heads]", False, pair(None, p={"tensor_parallel_size": 8})),
-    ("tp[heads]", False, pair(None, model="unknown/model", p={"tensor_parallel_size": 3})),
-    ("tp[kv-heads]", True, pair(None, model="x/y", model_num_attention_heads=12, model_num_kv_heads=4,
+    # (rule, where it points (inv.where's path; None: must not fire), inventory)
+    ("tp[heads]", "p1.tensor_parallel_size", pair(None, p={"tensor_parallel_size": 3})),
+    ("tp[heads]", None, pair(None, p={"tensor_parallel_size": 8})),
+    ("tp[heads]", None, pair(None, model="unknown/model", p={"tensor_parallel_size": 3})),
+    ("tp[kv-heads]", "p1.tensor_parallel_size", pair(None, model="x/y", model_num_attention_heads=12, model_num_kv_heads=4,
                                 model_is_mla=False, p={"tensor_parallel_size": 6})),
-    ("tp[kv-heads]", False, pair(None, model="x/y", model_num_attention_heads=12, model_num_kv_heads=4,
+    ("tp[kv-heads]", None, pair(None, model="x/y", model_num_attention_heads=12, model_num_kv_heads=4,
                                  model_is_mla=True, p={"tensor_parallel_size": 6})),
-    ("tp[kv-heads]", False, pair(None, model="Qwen/Qwen2.5-7B-Instruct", p={"tensor_parallel_size": 2})),
-    ("model-facts", True, pair(None, model="x/y", p={"tensor_parallel_size": 2})),
-    ("model-facts", False, pair(None, model="x/y")),
-    ("model-facts", False, pair(None, p={"tensor_parallel_size": 2})),
-    ("engine-id[duplicate]", True, pair("NixlConnector", p={"kv.engine_id": "e"}, d={"kv.engine_id": "e"})),
-    ("engine-id[duplicate]", False, pair("NixlConnector", p={"kv.engine_id": "e"})),
-    ("port[collision]", True, colocated({"pd_role": "prefill"}, {"pd_role": "decode"})),
-    ("port[collision]", False, colocated({"pd_role": "prefill", "port": 8001}, {"pd_role": "decode", "port": 8002})),
-    ("port[collision]", True, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL},
+    ("tp[kv-heads]", None, pair(None, model="Qwen/Qwen2.5-7B-Instruct", p={"tensor_parallel_size": 2})),
+    ("model-facts", "vars.model", pair(None, model="x/y", p={"tensor_parallel_size": 2})),
+    ("model-facts", None, pair(None, model="x/y")),
+    ("model-facts", None, pair(None, p={"tensor_parallel_size": 2})),
+    ("engine-id[duplicate]", "p1.kv.engine_id", pair("NixlConnector", p={"kv.engine_id": "e"}, d={"kv.engine_id": "e"})),
+    ("engine-id[duplicate]", None, pair("NixlConnector", p={"kv.engine_id": "e"})),
+    ("port[collision]", "gpu1.instances.1.pd_role", colocated({"pd_role": "prefill"}, {"pd_role": "decode"})),
+    ("port[collision]", None, colocated({"pd_role": "prefill", "port": 8001}, {"pd_role": "decode", "port": 8002})),
+    ("port[collision]", "gpu1.instances.1.port", colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL},
                                         {"pd_role": "decode", "port": 8002, "kv_transfer_config": NIXL})),
-    ("port[collision]", True, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL,
+    ("port[collision]", "gpu1.instances.1.env.VLLM_NIXL_SIDE_CHANNEL_PORT", colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL,
                                          "data_parallel_size": 2, "env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5600}},
                                         {"pd_role": "decode", "port": 8002, "kv_transfer_config": NIXL,
                                          "env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5601}})),
-    ("port[collision]", False, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL,
+    ("port[collision]", None, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL,
                                           "data_parallel_size": 2, "env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5600}},
                                          {"pd_role": "decode", "port": 8002, "kv_transfer_config": NIXL,
                                           "env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5602}})),
     # MoRIIO: one engine with local DP 2 and TP 2 binds handshake 6301, 6302, 6302, 6303.
-    ("port[collision]", True, pair("MoRIIOConnector", extra=MORIIO_READ, model="deepseek-ai/DeepSeek-V3",
+    ("port[collision]", "p1.pd_role", pair("MoRIIOConnector", extra=MORIIO_READ, model="deepseek-ai/DeepSeek-V3",
                                    p={"tensor_parallel_size": 2, "data_parallel_size": 2})),
-    ("port[collision]", False, pair("MoRIIOConnector", extra=MORIIO_READ, model="deepseek-ai/DeepSeek-V3",
+    ("port[collision]", None, pair("MoRIIOConnector", extra=MORIIO_READ, model="deepseek-ai/DeepSeek-V3",
                                     p={"tensor_parallel_size": 8})),
-    ("port[collision]", True, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": MORIIO_P},
+    ("port[collision]", "gpu1.instances.1.port", colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": MORIIO_P},
                                         {"pd_role": "decode", "port": 8000, "kv_transfer_config": MORIIO_D})),
-    ("port[collision]", True, colocated(
+    ("port[collision]", "gpu1.instances.1.port", colocated(
         {"pd_role": "prefill", "port": 8001, "kv_transfer_config": {"kv_connector": "MooncakeConnector",
                                                                     "kv_role": "kv_producer"}},
         {"pd_role": "prefill", "port": 8002, "kv_transfer_config": {"kv_connector": "MooncakeConnector",
@@ -59,74 +60,74 @@ CASES = [
         {"pd_role": "decode", "port": 8003, "kv_transfer_config": {"kv_connector": "MooncakeConnector",
                                                                    "kv_role": "kv_consumer"}})),
     # port: null is a headless engine (no API server): two on one host do not collide on 8000 ...
-    ("port[collision]", False, colocated({"pd_role": "prefill", "port": None}, {"pd_role": "decode", "port": None})),
-    ("port[collision]", False, colocated({"pd_role": "prefill"}, {"pd_role": "decode"}, port=None)),
-    ("port[collision]", True, colocated({"pd_role": "prefill", "port": None}, {"pd_role": "decode"},
+    ("port[collision]", None, colocated({"pd_role": "prefill", "port": None}, {"pd_role": "decode", "port": None})),
+    ("port[collision]", None, colocated({"pd_role": "prefill"}, {"pd_role": "decode"}, port=None)),
+    ("port[collision]", "gpu1.instances.2.pd_role", colocated({"pd_role": "prefill", "port": None}, {"pd_role": "decode"},
                                         {"pd_role": "decode"})),  # unset still means 8000
     # ... but their connector ports still count.
-    ("port[collision]", True, colocated({"pd_role": "prefill", "port": None, "kv_transfer_config": NIXL},
+    ("port[collision]", "gpu1.instances.1.port", colocated({"pd_role": "prefill", "port": None, "kv_transfer_config": NIXL},
                                         {"pd_role": "decode", "port": None, "kv_transfer_config": NIXL})),
-    ("port[collision]", False, colocated({"pd_role": "prefill", "port": None, "kv_transfer_config": NIXL},
+    ("port[collision]", None, colocated({"pd_role": "prefill", "port": None, "kv_transfer_config": NIXL},
                                          {"pd_role": "decode", "port": None, "kv_transfer_config": NIXL,
                                           "env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5601}})),
-    ("port[http-mismatch]", False, pair("MoRIIOConnector", extra=MORIIO_READ, p={"port": None})),
-    ("port[http-mismatch]", True, pair("MoRIIOConnector", extra=MORIIO_READ, p={"port": 8100})),
-    ("port[http-mismatch]", False, pair("MoRIIOConnector", extra=MORIIO_READ)),
-    ("nixl[side-channel-host]", True, pair("NixlConnector", d={"env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "10.0.0.2"}})),
-    ("nixl[side-channel-host]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "127.0.0.1"}})),
-    ("nixl[side-channel-host]", False, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "10.0.0.1"}})),
-    ("nixl[side-channel-host]", False, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL},
+    ("port[http-mismatch]", None, pair("MoRIIOConnector", extra=MORIIO_READ, p={"port": None})),
+    ("port[http-mismatch]", "p1.kv.extra.http_port", pair("MoRIIOConnector", extra=MORIIO_READ, p={"port": 8100})),
+    ("port[http-mismatch]", None, pair("MoRIIOConnector", extra=MORIIO_READ)),
+    ("nixl[side-channel-host]", "p1.kv.kv_connector", pair("NixlConnector", d={"env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "10.0.0.2"}})),
+    ("nixl[side-channel-host]", "p1.env.VLLM_NIXL_SIDE_CHANNEL_HOST", pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "127.0.0.1"}})),
+    ("nixl[side-channel-host]", None, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "10.0.0.1"}})),
+    ("nixl[side-channel-host]", None, colocated({"pd_role": "prefill", "port": 8001, "kv_transfer_config": NIXL},
                                                  {"pd_role": "decode", "port": 8002, "kv_transfer_config": NIXL})),
-    ("gpu[oversubscribed]", True, colocated({"pd_role": "prefill", "port": 1, "tensor_parallel_size": 4},
+    ("gpu[oversubscribed]", "gpu1.instances.1.tensor_parallel_size", colocated({"pd_role": "prefill", "port": 1, "tensor_parallel_size": 4},
                                             {"pd_role": "decode", "port": 2, "tensor_parallel_size": 4},
                                             host_gpu_count=4)),
-    ("gpu[oversubscribed]", False, colocated({"pd_role": "prefill", "port": 1, "tensor_parallel_size": 4},
+    ("gpu[oversubscribed]", None, colocated({"pd_role": "prefill", "port": 1, "tensor_parallel_size": 4},
                                              {"pd_role": "decode", "port": 2, "tensor_parallel_size": 4},
                                              host_gpu_count=8)),
-    ("gpu[oversubscribed]", True, pair(None, host_gpu_count=8, p={"tensor_parallel_size": 8, "node": "n1"},
+    ("gpu[oversubscribed]", "p1.tensor_parallel_size", pair(None, host_gpu_count=8, p={"tensor_parallel_size": 8, "node": "n1"},
                                        d={"tensor_parallel_size": 8, "node": "n1"})),
-    ("gpu[oversubscribed]", False, pair(None, host_gpu_count=8, p={"tensor_parallel_size": 8,
+    ("gpu[oversubscribed]", None, pair(None, host_gpu_count=8, p={"tensor_parallel_size": 8,
                                                                    "pipeline_parallel_size": 2, "nnodes": 2})),
-    ("gpu[overlap]", True, colocated({"pd_role": "prefill", "port": 1, "env": {"CUDA_VISIBLE_DEVICES": "0,1"}},
+    ("gpu[overlap]", "gpu1.instances.1.env.CUDA_VISIBLE_DEVICES", colocated({"pd_role": "prefill", "port": 1, "env": {"CUDA_VISIBLE_DEVICES": "0,1"}},
                                      {"pd_role": "decode", "port": 2, "env": {"CUDA_VISIBLE_DEVICES": "1,2"}})),
-    ("gpu[overlap]", False, pair(None, p={"env": {"CUDA_VISIBLE_DEVICES": "0"}},
+    ("gpu[overlap]", None, pair(None, p={"env": {"CUDA_VISIBLE_DEVICES": "0"}},
                                  d={"env": {"CUDA_VISIBLE_DEVICES": "0"}})),
-    ("gpu[count]", True, pair(None, p={"tensor_parallel_size": 2, "env": {"CUDA_VISIBLE_DEVICES": "0"}})),
-    ("gpu[count]", False, pair(None, p={"tensor_parallel_size": 2, "data_parallel_size": 2,
+    ("gpu[count]", "p1.env.CUDA_VISIBLE_DEVICES", pair(None, p={"tensor_parallel_size": 2, "env": {"CUDA_VISIBLE_DEVICES": "0"}})),
+    ("gpu[count]", None, pair(None, p={"tensor_parallel_size": 2, "data_parallel_size": 2,
                                         "env": {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}})),
-    ("env[ignored]", True, pair("MoRIIOConnector", extra=MORIIO_READ,
+    ("env[ignored]", "d1.env.VLLM_MORIIO_CONNECTOR_READ_MODE", pair("MoRIIOConnector", extra=MORIIO_READ,
                                 d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
-    ("env[ignored]", False, pair("NixlConnector", d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
+    ("env[ignored]", None, pair("NixlConnector", d={"env": {"VLLM_MORIIO_CONNECTOR_READ_MODE": "1"}})),
     # An env number envs.py int()s and cannot read, or a port vLLM cannot bind
-    ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": "5600-5607"}})),
-    ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5600.0}})),
-    ("env[invalid]", True, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 70000}})),
-    ("env[invalid]", True, pair("MooncakeConnector", version="0.20.0",
+    ("env[invalid]", "p1.env.VLLM_NIXL_SIDE_CHANNEL_PORT", pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": "5600-5607"}})),
+    ("env[invalid]", "p1.env.VLLM_NIXL_SIDE_CHANNEL_PORT", pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 5600.0}})),
+    ("env[invalid]", "p1.env.VLLM_NIXL_SIDE_CHANNEL_PORT", pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": 70000}})),
+    ("env[invalid]", "p1.env.VLLM_MOONCAKE_BOOTSTRAP_PORT", pair("MooncakeConnector", version="0.20.0",
                                 p={"env": {"VLLM_MOONCAKE_BOOTSTRAP_PORT": "8998.5"}})),
-    ("env[invalid]", True, pair(None, version="0.10.0", p={"env": {"VLLM_USE_V1": "true"}})),
-    ("env[invalid]", True, pair("MoRIIOConnector", version="0.20.0", extra=MORIIO_READ,
+    ("env[invalid]", "p1.env.VLLM_USE_V1", pair(None, version="0.10.0", p={"env": {"VLLM_USE_V1": "true"}})),
+    ("env[invalid]", "p1.env.VLLM_MORIIO_NUM_WORKERS", pair("MoRIIOConnector", version="0.20.0", extra=MORIIO_READ,
                                 p={"env": {"VLLM_MORIIO_NUM_WORKERS": "two"}})),
-    ("env[invalid]", False, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": " +5_600 "}})),
-    ("env[invalid]", False, pair("MoRIIOConnector", extra=MORIIO_READ,  # 0.23.0+: no longer read (env[ignored])
+    ("env[invalid]", None, pair("NixlConnector", p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": " +5_600 "}})),
+    ("env[invalid]", None, pair("MoRIIOConnector", extra=MORIIO_READ,  # 0.23.0+: no longer read (env[ignored])
                                  p={"env": {"VLLM_MORIIO_NUM_WORKERS": "two"}})),
-    ("env[invalid]", False, pair(None, p={"env": {"VLLM_USE_V1": "true"}})),  # 0.11.1+: envs.py has no VLLM_USE_V1
-    ("env[invalid]", False, pair("MoRIIOConnector", extra=MORIIO_READ,  # MoRIIO never reads the NIXL port
+    ("env[invalid]", None, pair(None, p={"env": {"VLLM_USE_V1": "true"}})),  # 0.11.1+: envs.py has no VLLM_USE_V1
+    ("env[invalid]", None, pair("MoRIIOConnector", extra=MORIIO_READ,  # MoRIIO never reads the NIXL port
                                  p={"env": {"VLLM_NIXL_SIDE_CHANNEL_PORT": "x"}})),
-    ("schema", True, pair(None, p={"tensor_parallel_size": "four"})),
-    ("schema", True, pair(None, p={"port": 70000})),
-    ("schema", True, pair("NixlConnector", p={"kv.kv_rank": 0})),
-    ("schema", True, pair(None, p={"kv_transfer_config": "{not json"})),
-    ("schema", False, pair(None, p={"kv_transfer_config": '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'})),
-    ("schema", False, pair(None, p={"tensor_parallel_size": "4", "port": "8001"})),
-    ("schema", True, json.dumps({"all": {"hosts": {"p1": {"vllm_pd_role": "prefill"}}}})),
-    ("unresolved", True, pair(None, p={"tensor_parallel_size": "{{ undefined_var }}"})),
-    ("unresolved", False, pair(None, p={"tensor_parallel_size": "{{ 2 * 2 }}"})),
+    ("schema", "p1.tensor_parallel_size", pair(None, p={"tensor_parallel_size": "four"})),
+    ("schema", "p1.port", pair(None, p={"port": 70000})),
+    ("schema", "p1.kv.kv_rank", pair("NixlConnector", p={"kv.kv_rank": 0})),
+    ("schema", "p1.kv", pair(None, p={"kv_transfer_config": "{not json"})),
+    ("schema", None, pair(None, p={"kv_transfer_config": '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'})),
+    ("schema", None, pair(None, p={"tensor_parallel_size": "4", "port": "8001"})),
+    ("schema", "p1.pd_role", flow({"all": {"hosts": {"p1": {"vllm_pd_role": "prefill"}}}})),
+    ("unresolved", "p1.tensor_parallel_size", pair(None, p={"tensor_parallel_size": "{{ undefined_var }}"})),
+    ("unresolved", None, pair(None, p={"tensor_parallel_size": "{{ 2 * 2 }}"})),
 ]
 
 
-@pytest.mark.parametrize(("rule", "fires", "hosts"), CASES, ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(CASES)])
-def test_rule_table(rule: str, fires: bool, hosts: str, lint) -> None:
-    assert (rule in rules_of(lint(hosts))) is fires
+@pytest.mark.parametrize(("rule", "at", "hosts"), CASES, ids=row_ids(CASES))
+def test_rule_table(rule: str, at: str | None, hosts: str, lint) -> None:
+    assert_points(lint(hosts), rule, at, hosts)
 
 
 def test_unresolved_skips_rules_that_need_the_value(lint) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from inv import assert_points, flow, row_ids
 
 from pdlint.engine import core as engine
 from pdlint.finding import Finding
@@ -21,6 +22,12 @@ def check(hosts: Hosts, **common: Any) -> list[Finding]:
     return engine.check(built)
 
 
+def inventory(hosts: Hosts, **common: Any) -> str:
+    """hosts.yml of what check() builds: hosts in deployment 'dep', with common values on every host."""
+    return flow({"all": {"hosts": {name: {"vllm_pd_deployment": "dep", **{f"vllm_{k}": v for k, v in {
+        **common, **own}.items()}} for name, own in hosts.items()}}})
+
+
 def ids(found: list[Finding]) -> set[str]:
     return {f.rule for f in found}
 
@@ -28,83 +35,85 @@ def ids(found: list[Finding]) -> set[str]:
 P, D = {"pd_role": "prefill"}, {"pd_role": "decode"}
 CVD = "CUDA_VISIBLE_DEVICES"
 
-CASES: list[tuple[str, bool, Hosts, dict[str, Any]]] = [
+CASES: list[tuple[str, str | None, Hosts, dict[str, Any]]] = [
+    # (rule, where it points (inv.where's path in inventory(hosts, **common); None: must not fire), hosts, common)
     # Item 10: fewer GPUs listed than used is an error, more only a warning of its own.
-    ("gpu[count]", True, {"p1": {**P, "tensor_parallel_size": 4, "env": {CVD: "0,1"}}, "d1": D}, {}),
-    ("gpu[count]", False, {"p1": {**P, "tensor_parallel_size": 2, "env": {CVD: "0,1,2,3"}}, "d1": D}, {}),
-    ("gpu[unused]", True, {"p1": {**P, "tensor_parallel_size": 2, "env": {CVD: "0,1,2,3"}}, "d1": D}, {}),
-    ("gpu[unused]", False, {"p1": {**P, "tensor_parallel_size": 2, "env": {CVD: "4,5"}}, "d1": D}, {}),
-    ("gpu[unused]", False, {"p1": {**P, "tensor_parallel_size": 4, "env": {CVD: "0,1"}}, "d1": D}, {}),
+    ("gpu[count]", "p1.env.CUDA_VISIBLE_DEVICES", {"p1": {**P, "tensor_parallel_size": 4, "env": {CVD: "0,1"}}, "d1": D}, {}),
+    ("gpu[count]", None, {"p1": {**P, "tensor_parallel_size": 2, "env": {CVD: "0,1,2,3"}}, "d1": D}, {}),
+    ("gpu[unused]", "p1.env.CUDA_VISIBLE_DEVICES", {"p1": {**P, "tensor_parallel_size": 2, "env": {CVD: "0,1,2,3"}}, "d1": D}, {}),
+    ("gpu[unused]", None, {"p1": {**P, "tensor_parallel_size": 2, "env": {CVD: "4,5"}}, "d1": D}, {}),
+    ("gpu[unused]", None, {"p1": {**P, "tensor_parallel_size": 4, "env": {CVD: "0,1"}}, "d1": D}, {}),
     # Item 4: ParallelConfig / EngineArgs.
-    ("parallel[dp-local]", True, {"p1": {**P, "data_parallel_size": 2, "data_parallel_size_local": 3}, "d1": D}, {}),
-    ("parallel[dp-local]", True, {"p1": {**P, "data_parallel_size": 1, "data_parallel_size_local": 8}, "d1": D}, {}),
-    ("parallel[dp-local]", False, {"p1": {**P, "data_parallel_size": 8, "data_parallel_size_local": 8}, "d1": D}, {}),
-    ("parallel[dp-local]", True, {"p1": {**P, "data_parallel_size": 2, "data_parallel_size_local": 1}, "d1": D},
+    ("parallel[dp-local]", "p1.data_parallel_size_local", {"p1": {**P, "data_parallel_size": 2, "data_parallel_size_local": 3}, "d1": D}, {}),
+    ("parallel[dp-local]", "p1.data_parallel_size_local", {"p1": {**P, "data_parallel_size": 1, "data_parallel_size_local": 8}, "d1": D}, {}),
+    ("parallel[dp-local]", None, {"p1": {**P, "data_parallel_size": 8, "data_parallel_size_local": 8}, "d1": D}, {}),
+    ("parallel[dp-local]", "p1.data_parallel_size_local", {"p1": {**P, "data_parallel_size": 2, "data_parallel_size_local": 1}, "d1": D},
      {"version": "0.8.5"}),  # no such flag yet
-    ("parallel[dp-rank]", True, {"p1": {**P, "data_parallel_size": 8, "data_parallel_size_local": 4,
+    ("parallel[dp-rank]", "p1.data_parallel_start_rank", {"p1": {**P, "data_parallel_size": 8, "data_parallel_size_local": 4,
                                         "data_parallel_start_rank": 6}, "d1": D}, {}),
-    ("parallel[dp-rank]", True, {"p1": {**P, "data_parallel_size": 3, "data_parallel_size_local": 1,
+    ("parallel[dp-rank]", "p1.data_parallel_start_rank", {"p1": {**P, "data_parallel_size": 3, "data_parallel_size_local": 1,
                                         "data_parallel_start_rank": 3}, "d1": D}, {}),
-    ("parallel[dp-rank]", False, {"p1": {**P, "data_parallel_size": 8, "data_parallel_size_local": 4,
+    ("parallel[dp-rank]", None, {"p1": {**P, "data_parallel_size": 8, "data_parallel_size_local": 4,
                                          "data_parallel_start_rank": 4, "instance_id": "p"},
                                   "p2": {**P, "data_parallel_size": 8, "data_parallel_size_local": 4,
                                          "instance_id": "p"}, "d1": D}, {}),
     # Without --data-parallel-size-local vLLM ignores the start rank (create_engine_config).
-    ("parallel[dp-rank]", False, {"p1": {**P, "data_parallel_size": 2, "data_parallel_start_rank": 5}, "d1": D}, {}),
-    ("parallel[nnodes]", True, {"p1": {**P, "tensor_parallel_size": 6, "nnodes": 4, "instance_id": "p"},
+    ("parallel[dp-rank]", None, {"p1": {**P, "data_parallel_size": 2, "data_parallel_start_rank": 5}, "d1": D}, {}),
+    ("parallel[nnodes]", "p1.nnodes", {"p1": {**P, "tensor_parallel_size": 6, "nnodes": 4, "instance_id": "p"},
                                 "d1": D}, {}),
-    ("parallel[nnodes]", True, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
+    ("parallel[nnodes]", "p1.nnodes", {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
                                 "p2": {**P, "tensor_parallel_size": 8, "nnodes": 2, "node_rank": 1,
                                        "instance_id": "p"}, "d1": D}, {"version": "0.10.2"}),
-    ("parallel[nnodes]", False, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
+    ("parallel[nnodes]", None, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
                                  "p2": {**P, "tensor_parallel_size": 8, "nnodes": 2, "node_rank": 1,
                                         "instance_id": "p"}, "d1": D}, {"version": "0.11.1"}),
-    ("parallel[node-rank]", True, {"p1": {**P, "tensor_parallel_size": 4, "nnodes": 2, "node_rank": 3}, "d1": D},
+    ("parallel[node-rank]", "p1.node_rank", {"p1": {**P, "tensor_parallel_size": 4, "nnodes": 2, "node_rank": 3}, "d1": D},
      {}),
-    ("parallel[node-rank]", False, {"p1": {**P, "tensor_parallel_size": 4, "nnodes": 2, "node_rank": 1}, "d1": D},
+    ("parallel[node-rank]", None, {"p1": {**P, "tensor_parallel_size": 4, "nnodes": 2, "node_rank": 1}, "d1": D},
      {}),
     # Item 5: one engine over several hosts.
-    ("multinode[nodes]", True, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2}, "d1": D}, {}),
-    ("multinode[nodes]", True, {"p1": {**P, "instance_id": "p"}, "p2": {**P, "instance_id": "p"}, "d1": D}, {}),
-    ("multinode[nodes]", True, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 3, "instance_id": "p"},
+    ("multinode[nodes]", "p1.nnodes", {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2}, "d1": D}, {}),
+    ("multinode[nodes]", "p2.instance_id", {"p1": {**P, "instance_id": "p"}, "p2": {**P, "instance_id": "p"}, "d1": D}, {}),
+    ("multinode[nodes]", "p1.nnodes", {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 3, "instance_id": "p"},
                                 "p2": {**P, "tensor_parallel_size": 8, "nnodes": 3, "node_rank": 2,
                                        "instance_id": "p"}, "d1": D}, {}),
-    ("multinode[nodes]", False, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
+    ("multinode[nodes]", None, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
                                  "p2": {**P, "tensor_parallel_size": 8, "nnodes": 2, "node_rank": 1,
                                         "instance_id": "p"}, "d1": D}, {}),
-    ("multinode[shape]", True, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
+    ("multinode[shape]", "p2.tensor_parallel_size", {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
                                 "p2": {**P, "tensor_parallel_size": 4, "nnodes": 2, "node_rank": 1,
                                        "instance_id": "p"}, "d1": D}, {}),
-    ("multinode[shape]", True, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
+    ("multinode[shape]", "p2.model", {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
                                 "p2": {**P, "tensor_parallel_size": 8, "nnodes": 2, "node_rank": 1,
                                        "model": "Qwen/Qwen2.5-7B-Instruct", "instance_id": "p"}, "d1": D},
      {"model": "meta-llama/Llama-3.1-8B-Instruct"}),
-    ("multinode[shape]", True, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
+    ("multinode[shape]", "p2.nnodes", {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p"},
                                 "p2": {**P, "tensor_parallel_size": 8, "nnodes": 4, "node_rank": 1,
                                        "instance_id": "p"}, "d1": D}, {}),
-    ("multinode[shape]", False, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p",
+    ("multinode[shape]", None, {"p1": {**P, "tensor_parallel_size": 8, "nnodes": 2, "instance_id": "p",
                                         "port": 8000},
                                  "p2": {**P, "tensor_parallel_size": 8, "nnodes": 2, "node_rank": 1, "port": None,
                                         "instance_id": "p"}, "d1": D}, {}),
-    ("multinode[dp-ranks]", True, {"p1": {**P, "data_parallel_size": 2, "instance_id": "p"},
+    ("multinode[dp-ranks]", "p2.instance_id", {"p1": {**P, "data_parallel_size": 2, "instance_id": "p"},
                                    "p2": {**P, "data_parallel_size": 2, "instance_id": "p"}, "d1": D}, {}),
-    ("multinode[dp-ranks]", True, {"p1": {**P, "data_parallel_size": 4, "data_parallel_size_local": 2}, "d1": D},
+    ("multinode[dp-ranks]", "p1.data_parallel_size", {"p1": {**P, "data_parallel_size": 4, "data_parallel_size_local": 2}, "d1": D},
      {}),
-    ("multinode[dp-ranks]", True, {"p1": {**P, "data_parallel_size": 4, "data_parallel_size_local": 3,
+    ("multinode[dp-ranks]", "p2.data_parallel_start_rank", {"p1": {**P, "data_parallel_size": 4, "data_parallel_size_local": 3,
                                           "instance_id": "p"},
                                    "p2": {**P, "data_parallel_size": 4, "data_parallel_size_local": 2,
                                           "data_parallel_start_rank": 2, "instance_id": "p"}, "d1": D}, {}),
-    ("multinode[dp-ranks]", False, {"p1": {**P, "data_parallel_size": 4, "data_parallel_size_local": 3,
+    ("multinode[dp-ranks]", None, {"p1": {**P, "data_parallel_size": 4, "data_parallel_size_local": 3,
                                            "instance_id": "p"},
                                     "p2": {**P, "data_parallel_size": 4, "data_parallel_size_local": 1,
                                            "data_parallel_start_rank": 3, "instance_id": "p"}, "d1": D}, {}),
-    ("multinode[dp-ranks]", False, {"p1": {**P, "data_parallel_size": 4}, "d1": D}, {}),
+    ("multinode[dp-ranks]", None, {"p1": {**P, "data_parallel_size": 4}, "d1": D}, {}),
 ]
 
 
-@pytest.mark.parametrize(("rule", "fires", "hosts", "common"), CASES)
-def test_rule(rule: str, fires: bool, hosts: Hosts, common: dict[str, Any]) -> None:
-    assert (rule in ids(check(hosts, **common))) is fires
+@pytest.mark.parametrize(("rule", "at", "hosts", "common"), CASES, ids=row_ids(CASES))
+def test_rule(rule: str, at: str | None, hosts: Hosts, common: dict[str, Any], lint) -> None:
+    text = inventory(hosts, **common)
+    assert_points(lint(text), rule, at, text)
 
 
 def test_more_gpus_listed_is_a_warning_not_gpu_count() -> None:

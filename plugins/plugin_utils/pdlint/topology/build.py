@@ -61,7 +61,7 @@ class _Source:
             return None, None
         return self.hv.get(*where), self.hv.origin(*where)
 
-    def origin_in(self, name: str, *sub: str) -> Origin:
+    def origin_in(self, name: str, *sub: str | int) -> Origin:
         where = self.path(name)
         return self.hv.origin(*where, *sub) if where else Origin()
 
@@ -202,10 +202,12 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
         return
     from_json = isinstance(raw, str)
     for key, attr in _KV.items():
-        if key not in config or config[key] is None:
+        if key not in config:
             continue
         value = config[key]
         origins[key] = origin if from_json else src.origin_in("kv_transfer_config", key)
+        if value is None:
+            continue  # kept unset, but where it was written down stays known (kv_role: null)
         if isinstance(value, Unresolved):
             unresolved.add(key)
             problems.append(_unresolved(src, f"kv_transfer_config.{key}", value.reason, origins[key]))
@@ -220,12 +222,26 @@ def _kv_fields(src: _Source, fields: dict[str, Any], origins: dict[str, Origin],
                 for sub in value:
                     origins[f"extra.{sub}"] = origin if from_json else src.origin_in(
                         "kv_transfer_config", key, sub)
+                _child_origins(src, value.get("connectors"), origin if from_json else None, origins)
             else:
                 unresolved.add(key)
         elif key != "kv_role" and not isinstance(value, str):
             unresolved.add(key)  # the schema rule reports it; kv-role[invalid] reports any kv_role
         else:
             fields[attr] = value
+
+
+def _child_origins(src: _Source, items: Any, whole: Origin | None, origins: dict[str, Origin]) -> None:
+    """Where each item of a composite's connectors list and each of its keys is written (extra.connectors.0,
+    extra.connectors.0.kv_role), so a finding about one child points at that child, not at the list."""
+    if not isinstance(items, list):
+        return
+    for index, item in enumerate(items):
+        at = f"extra.connectors.{index}"
+        origins[at] = whole or src.origin_in("kv_transfer_config", "kv_connector_extra_config", "connectors", index)
+        for name in item if isinstance(item, dict) else ():
+            origins[f"{at}.{name}"] = whole or src.origin_in(
+                "kv_transfer_config", "kv_connector_extra_config", "connectors", index, name)
 
 
 def _env(src: _Source, fields: dict[str, Any], origins: dict[str, Origin], unresolved: set[str],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ...finding import Origin
 from ...topology.types import Engine, Instance, Topology, per_body
@@ -50,16 +50,30 @@ class Block:
                deployment: str | None = None) -> Iterator[Hit]:
         """What hit(where, fields, *say(where), also=(p, d)) gives for every pair (p, d), where the side's engine,
         as one hit per (origin, message, hint, deployment) naming every host of those pairs: merge() makes the
-        per-pair hits exactly that finding, so P x D hits are P + D of work."""
+        per-pair hits exactly that finding, so P x D hits are P + D of work. Where the side's engine writes none of
+        fields (decode left PP unset, prefill wrote 2), the hit is at the other side's written value instead."""
         where, other = (self.prefill, self.decode) if side == "prefill" else (self.decode, self.prefill)
         others = tuple(host for engine in other for host in engine.hosts)
         found: dict[tuple[Origin, str, str | None, str | None], list[str]] = {}
+        written = _written(other, fields)
         for engine in where:
             lead = engine.lead
-            key = (lead.at(*fields), *say(engine), deployment or lead.deployment)
+            # a side that leaves every field unset has no bad value of its own: the one written is the other side's
+            origin = lead.at(*fields) if written is None or any(f in lead.origins for f in fields) else written
+            key = (origin, *say(engine), deployment or lead.deployment)
             found.setdefault(key, []).extend(engine.hosts)
         for (origin, message, hint, dep), hosts in found.items():
             yield Hit(origin, message, hint, (*hosts, *others), dep)
+
+
+def _written(engines: Iterable[Engine], fields: tuple[str, ...]) -> Origin | None:
+    """Where the first of engines writes one of fields, or None."""
+    for engine in engines:
+        for name in fields:
+            found = engine.lead.origins.get(name)
+            if found is not None:
+                return found
+    return None
 
 
 def always(message: str, hint: str | None) -> Callable[[Engine], tuple[str, str | None]]:

@@ -122,26 +122,29 @@ def out_of_tree(topo: Topology) -> Iterator[Hit]:
             p1: {vllm_pd_role: prefill}
             d1: {vllm_pd_role: decode}
     """
-    for inst, message in each_body(topo, _out_of_tree):  # the engine's own settings: once per body
-        yield hit(inst, ("kv_connector_module_path", "kv_connector"), message,
+    for inst, (fields, message) in each_body(topo, _out_of_tree):  # the engine's own settings: once per body
+        yield hit(inst, fields, message,
                   "check the pairing against the connector's own documentation; pdlint_skip: "
                   "[connector[out-of-tree]] silences this note")
 
 
-def _out_of_tree(inst: Instance) -> Iterator[str]:
-    """The message for each of inst's connector classes (its own, a composite's children) imported out of tree."""
+def _out_of_tree(inst: Instance) -> Iterator[tuple[tuple[str, ...], str]]:
+    """(where, message) for each of inst's connector classes (its own, a composite's children) imported out of
+    tree: where is the fields to point at, the child's own module path first for a child."""
     if not inst.knows("kv_connector", "kv_connector_module_path", "kv_connector_extra_config", "version"):
         return
     release = registry.release(inst)
-    own = [(inst.connector, inst.module_path, "kv_connector")]
-    kids = [(c.connector, c.module_path, f"child {c.index} of {inst.connector}") for c in composite.children(inst)]
-    for name, module, what in (*own, *kids):
+    own = [(inst.connector, inst.module_path, "kv_connector", ("kv_connector_module_path", "kv_connector"))]
+    kids = [(c.connector, c.module_path, f"child {c.index} of {inst.connector}",
+             (f"extra.connectors.{c.index}.kv_connector_module_path", f"extra.connectors.{c.index}",
+              "extra.connectors", "kv_connector")) for c in composite.children(inst)]
+    for name, module, what, fields in (*own, *kids):
         if not isinstance(name, str) or not isinstance(module, str):
             continue
         if external.loaded_from_module(name, module, release) and external.lookup(name, module) is None:
-            yield (f"{what} {name} is imported from {module} (out of tree): pdlint does not know how it pairs "
-                   "prefill with decode, so the pairing rules (TP ratio, KV heads, block size, HMA, its "
-                   "ports) are not checked for it")
+            yield fields, (f"{what} {name} is imported from {module} (out of tree): pdlint does not know how it "
+                           "pairs prefill with decode, so the pairing rules (TP ratio, KV heads, block size, HMA, "
+                           "its ports) are not checked for it")
 
 
 def _unknown_hint(inst: Instance, name: str, release: Release, v0: bool) -> str:

@@ -48,7 +48,8 @@ def missing(topo: Topology) -> Iterator[Hit]:
               vllm_kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_consumer}
     """
     for inst, release in each_body(topo, _unset):  # the engine's own settings: once per body
-        yield hit(inst, ("kv_connector", "kv_transfer_config"), "kv_connector is set but kv_role is not: "
+        # kv_role: null is written somewhere: point at it; left out, at the connector it is missing from
+        yield hit(inst, ("kv_role", "kv_connector", "kv_transfer_config"), "kv_connector is set but kv_role is not: "
                   f"vLLM {release} refuses to start (\"{kvconfig.ROLE_REQUIRED.at(release)}\")",
                   f"add kv_role: {_RIGHT[inst.role]} to vllm_kv_transfer_config")
 

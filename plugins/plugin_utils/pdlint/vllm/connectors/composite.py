@@ -145,12 +145,18 @@ def transfer(inst: Instance) -> Child | None:
 
 
 def as_child(inst: Instance, child: Child) -> Instance:
-    """inst running child alone: its class, kv_role, extra config and module path (origins: the connectors list)."""
-    where = inst.origins.get("extra.connectors") or inst.at("kv_connector_extra_config", "kv_connector")
-    origins = {k: v for k, v in inst.origins.items() if not k.startswith("extra.")}
-    origins.update({k: where for k in ("kv_connector", "kv_role", "kv_connector_extra_config",
-                                       "kv_connector_module_path")})
-    origins.update({f"extra.{key}": where for key in child.extra})
+    """inst running child alone: its class, kv_role, extra config and module path (origins: where the child writes
+    each, else the child, else the connectors list; the wrapper's extra.connectors.* stay for findings about it).
+    A child's unwritten kv_connector_extra_config stands for the composite's settings as a whole: the list."""
+    own = f"extra.connectors.{child.index}"
+    listed = inst.origins.get("extra.connectors") or inst.at("kv_connector_extra_config", "kv_connector")
+    where = inst.origins.get(own) or listed
+    origins = {k: v for k, v in inst.origins.items() if not k.startswith("extra.") or k.startswith("extra.connectors")}
+    origins.update({k: inst.origins.get(f"{own}.{k}") or where for k in (
+        "kv_connector", "kv_role", "kv_connector_module_path")})
+    origins["kv_connector_extra_config"] = inst.origins.get(f"{own}.kv_connector_extra_config") or listed
+    extra_at = origins["kv_connector_extra_config"]
+    origins.update({f"extra.{key}": extra_at for key in child.extra})
     engine_id = inst.engine_id if CHILDREN.at(release(inst)) == "inherit-engine-id" else child.engine_id
     return dataclasses.replace(inst, connector=child.connector, kv_role=child.kv_role, module_path=child.module_path,
                                extra=dict(child.extra), engine_id=engine_id, kv_port=child.kv_port, origins=origins)
@@ -233,23 +239,23 @@ def config_problems(inst: Instance) -> Iterable[tuple[str, str, str]]:
                f"{'missing' if items is None else 'not a list'} (vLLM {at}: `assert ktcs is not None` or a TypeError)"),
                "list the child connectors, each a kv_transfer_config with kv_connector and kv_role")
         return
-    for message, hint in composite_items.problems(str(name), items, at):
-        yield ("extra.connectors", message, hint)
+    yield from composite_items.problems(str(name), items, at)
     for child in children(inst):
         label = f"{name} child {child.index} ({child.connector or 'no kv_connector'})"
+        own = f"extra.connectors.{child.index}"  # the hit falls back to the list where the child has no origin
         if child.connector is None:
-            yield ("extra.connectors", f"{label} has no kv_connector (vLLM {at}: \"Connector name is not set\")",
+            yield (own, f"{label} has no kv_connector (vLLM {at}: \"Connector name is not set\")",
                    "set kv_connector on every child")
         elif child.kv_role is None:
-            yield ("extra.connectors", (f"{label} has no kv_role: each child is its own KVTransferConfig, which "
+            yield (own, (f"{label} has no kv_role: each child is its own KVTransferConfig, which "
                    "raises ValueError \"Please specify kv_role when kv_connector is set\""),
                    "set kv_role on every child (NIXL: kv_both)")
         elif child.engine_id is not None and CHILDREN.at(at) == "inherit-engine-id":
-            yield ("extra.connectors", (f"{label} sets engine_id: vLLM {at} builds it as KVTransferConfig(**ktc, "
+            yield (f"{own}.engine_id", (f"{label} sets engine_id: vLLM {at} builds it as KVTransferConfig(**ktc, "
                    "engine_id=...), a TypeError (\"got multiple values for keyword argument 'engine_id'\")"),
                    "remove engine_id from the child: it inherits the wrapper's engine_id")
         elif not child.module_path and not registry.usable(child.connector, at):
-            yield ("extra.connectors", f"{label}: {registry.story(child.connector, at)}",
+            yield (f"{own}.kv_connector", f"{label}: {registry.story(child.connector, at)}",
                    "use a connector the release registers, or set the child's kv_connector_module_path")
     known = external.lookup(name, inst.module_path)
     if known is not None and known.check is not None:

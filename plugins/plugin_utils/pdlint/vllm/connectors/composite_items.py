@@ -27,22 +27,24 @@ def _what(item: Any) -> str:
         type(item), type(item).__name__)
 
 
-def problems(name: str, items: list[Any], at: Release) -> Iterator[tuple[str, str]]:
-    """(message, hint) for each item of connectors that release at cannot build a child from."""
+def problems(name: str, items: list[Any], at: Release) -> Iterator[tuple[str, str, str]]:
+    """(field, message, hint) for each item of connectors that release at cannot build a child from; field is the
+    item (extra.connectors.0) or its key at fault (extra.connectors.0.kv_connector_extra_config)."""
     for index, item in enumerate(items):
         label = f"{name} child {index}"
+        field = f"extra.connectors.{index}"
         if not isinstance(item, Mapping):
-            yield ((f"{label} is {_what(item)}, not a mapping: vLLM {at} builds every item of connectors as a "
+            yield (field, (f"{label} is {_what(item)}, not a mapping: vLLM {at} builds every item of connectors as a "
                     "KVTransferConfig (`ktc.get(...)`, `KVTransferConfig(**ktc)`) and fails to start "
                     "(AttributeError or TypeError)"),
                    "make every item a kv_transfer_config mapping with kv_connector and kv_role, or remove it")
             continue
         validated = kvconfig.PARSE.at(at) == "lax"  # a pydantic dataclass from 0.9.1 (0.8.5 has no MultiConnector)
         if _EXTRA in item and not isinstance(item[_EXTRA], Mapping) and validated:
-            yield ((f"{label}'s {_EXTRA} is {_what(item[_EXTRA])}, not a mapping: vLLM {at}'s "
+            yield (f"{field}.{_EXTRA}", (f"{label}'s {_EXTRA} is {_what(item[_EXTRA])}, not a mapping: vLLM {at}'s "
                     f"KVTransferConfig(**ktc) rejects it (pydantic ValidationError \"Input should be a valid "
                     "dictionary\")"), f"write the child's {_EXTRA} as a mapping, or leave it out")
         for key in sorted(item, key=str):
             verdict = kvconfig.unknown_key(str(key), at)
             if verdict is not None and verdict[0] == "error":
-                yield f"{label}: {verdict[1]}", "remove it from the child"
+                yield f"{field}.{key}", f"{label}: {verdict[1]}", "remove it from the child"
