@@ -110,7 +110,7 @@ INCLUDED = ("defaults_a", "vars_a", "defaults_c", "vars_c", "params_c", "default
 
 
 def _included_project(tmp: Path) -> list[str]:
-    """role_a (in `roles:`) depends on role_c (meta/main.yml, with a param); the play's tasks include role_d and
+    """role_a (in `roles:`) depends on role_c (its meta file, with a param); the play's tasks include role_d and
     import role_e with task `vars:`, and include role_f under `when: false`."""
     names = [f"v_{'_'.join(c)}" for n in (1, 2) for c in itertools.combinations(INCLUDED, n)]
     layers: dict[str, dict[str, Any]] = {layer: {} for layer in INCLUDED}

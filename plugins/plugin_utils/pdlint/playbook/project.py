@@ -66,7 +66,7 @@ class Role:
     exported: bool = True
     after: bool = False
     parents: tuple[Role, ...] = ()  # a meta dependency's dependent roles, outermost first (ansible-core's dep chain)
-    dependencies: tuple[Role, ...] = ()  # every role its meta/main.yml brings in, each after its own
+    dependencies: tuple[Role, ...] = ()  # every role its ROLE/meta/main.yml brings in, each after its own
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,7 +192,7 @@ _INCLUDES = ("include_role", "import_role", "ansible.builtin.include_role", "ans
 
 
 def _with_dependencies(loader: Any, role: Role, directory: str, chain: tuple[str, ...]) -> list[Role]:
-    """role after the roles its meta/main.yml `dependencies:` names, each after its own, as Role._load_dependencies
+    """role after the roles its ROLE/meta/main.yml `dependencies:` names, each after its own, as Role._load_dependencies
     orders them; a dependency cycle is a PlaybookError."""
     meta_file = _main_file(os.path.join(role.path, "meta"))
     if meta_file is None:

@@ -34,16 +34,18 @@ def problems(name: str, items: list[Any], at: Release) -> Iterator[tuple[str, st
         label = f"{name} child {index}"
         field = f"extra.connectors.{index}"
         if not isinstance(item, Mapping):
-            yield (field, (f"{label} is {_what(item)}, not a mapping: vLLM {at} builds every item of connectors as a "
-                    "KVTransferConfig (`ktc.get(...)`, `KVTransferConfig(**ktc)`) and fails to start "
-                    "(AttributeError or TypeError)"),
+            message = (f"{label} is {_what(item)}, not a mapping: vLLM {at} builds every item of connectors as a "
+                       "KVTransferConfig (`ktc.get(...)`, `KVTransferConfig(**ktc)`) and fails to start "
+                       "(AttributeError or TypeError)")
+            yield (field, message,
                    "make every item a kv_transfer_config mapping with kv_connector and kv_role, or remove it")
             continue
         validated = kvconfig.PARSE.at(at) == "lax"  # a pydantic dataclass from 0.9.1 (0.8.5 has no MultiConnector)
         if _EXTRA in item and not isinstance(item[_EXTRA], Mapping) and validated:
-            yield (f"{field}.{_EXTRA}", (f"{label}'s {_EXTRA} is {_what(item[_EXTRA])}, not a mapping: vLLM {at}'s "
-                    f"KVTransferConfig(**ktc) rejects it (pydantic ValidationError \"Input should be a valid "
-                    "dictionary\")"), f"write the child's {_EXTRA} as a mapping, or leave it out")
+            message = (f"{label}'s {_EXTRA} is {_what(item[_EXTRA])}, not a mapping: vLLM {at}'s "
+                       f"KVTransferConfig(**ktc) rejects it (pydantic ValidationError \"Input should be a valid "
+                       "dictionary\")")
+            yield f"{field}.{_EXTRA}", message, f"write the child's {_EXTRA} as a mapping, or leave it out"
         for key in sorted(item, key=str):
             verdict = kvconfig.unknown_key(str(key), at)
             if verdict is not None and verdict[0] == "error":
