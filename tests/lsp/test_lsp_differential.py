@@ -46,7 +46,7 @@ def _static_hostile() -> list[Path]:
     return out
 
 
-ALL = [*sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir()),
+ALL = [*sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir() and p.name != "kubernetes"),  # manifests: tests/kubernetes
        *sorted({p.parent for name in ("hosts.yml", "hosts.ini", "hosts")  # every fixture inventory, at any depth
                 for p in (ROOT / "tests" / "fixtures").rglob(name)}), *_static_hostile()]
 # A YAML file that is neither in a directory with group_vars/host_vars nor named like an inventory is not taken for

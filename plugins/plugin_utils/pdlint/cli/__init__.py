@@ -20,7 +20,7 @@ from ..load.preflight.layout import absolute_sources
 from ..load.model_files import Files
 from ..report import reporters
 from . import commands, pipe
-from .inputs import Unusable, inventory_for, load_options, playbook_of, prepare, with_playbook  # noqa: F401 - inventory_for: the hook's entry point
+from .inputs import Unusable, inventory_for, load_options, manifest_groups, playbook_of, prepare, with_playbook  # noqa: F401 - inventory_for: the hook's entry point
 from .options import parser
 
 if TYPE_CHECKING:
@@ -111,6 +111,23 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
                    any("version" not in i.origins for i in result.topology.instances), said, watched, state)
 
 
+def _manifests(args: argparse.Namespace, files: list[str], config: Config) -> Outcome:
+    """Check one set of Kubernetes manifests (never cached: the files are few and read whole). Raises LoadError."""
+    from ..kubernetes import read as kubernetes
+
+    loaded = kubernetes.load(files, guard.Limits(max_file_bytes=args.max_file_size))
+    if not loaded.hosts:
+        said = [f"no pod of the {len(files)} manifest file(s) runs vLLM: nothing to check"]
+        sys.stderr.write(f"pdlint: info: {said[0]}\n")
+        return Outcome(list(loaded.findings), [], 0, 0, False, said)
+    from ..engine import core as engine
+
+    result = engine.lint(loaded.hosts, config, _files([os.path.dirname(files[0]) or "."]))
+    return Outcome(configuration.with_notes(result.settled(loaded.findings), result.findings, config),
+                   result.suppressed, len(loaded.hosts), len(result.topology.deployments),
+                   any("version" not in i.origins for i in result.topology.instances), [])
+
+
 def _files(sources: list[str]) -> Files:
     """Where the model facts' config.json files are looked for: the inventory's folder, the Hugging Face cache."""
     return Files.of(sources)
@@ -140,6 +157,14 @@ def _lint(args: argparse.Namespace) -> int:
     suppressed: list[Finding] = []
     hosts = deployments = 0
     assumed = False
+    outcomes: list[Outcome] = []
+    try:
+        manifests, groups = manifest_groups(args, groups)
+        if manifests:
+            outcomes.append(_manifests(args, manifests, config))
+    except LoadError as exc:
+        sys.stdout.write(reporters.REPORTERS[fmt]([exc.finding], None))
+        return 2
     for sources in groups:
         notes: list[Finding] = []
         try:
@@ -151,6 +176,8 @@ def _lint(args: argparse.Namespace) -> int:
         except _NoHosts:
             sys.stdout.write(reporters.REPORTERS[fmt]([*notes, no_hosts(sources)], None))
             return 2
+        outcomes.append(outcome)
+    for outcome in outcomes:
         findings.extend(outcome.findings)
         suppressed.extend(outcome.suppressed)
         hosts += outcome.hosts

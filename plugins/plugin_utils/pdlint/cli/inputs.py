@@ -125,6 +125,25 @@ def with_playbook(loaded: list[HostVars], project: Any, notes: list[Finding]) ->
     return launched.hosts
 
 
+def manifest_groups(args: argparse.Namespace, groups: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """(the Kubernetes manifest files the PATHs name, the inventories left): every manifest path of one run is one
+    set of manifests (their pods are paired across files); -i sources are always inventories. Raises LoadError for a
+    folder that holds manifests and an inventory."""
+    if not args.paths:
+        return [], groups
+    from ..kubernetes.read import manifest_files
+
+    files: list[str] = []
+    left: list[list[str]] = []
+    for group in groups:
+        found = manifest_files(group[0]) if len(group) == 1 and group[0] in args.paths else None
+        if found is None:
+            left.append(group)
+        else:
+            files += [f for f in found if f not in files]
+    return files, left
+
+
 class Unusable(Exception):
     """The run cannot start: the config file or the inventories named are unusable (the message says why)."""
 
