@@ -43,6 +43,7 @@ CASES = [
      []),
     ("aibrix", "deepseek.yaml", 53, 23, "deepseek-aibrix", ["deepseek-aibrix-decode-0", "deepseek-aibrix-prefill-0"],
      []),
+    ("llm-d", "deepseek.yaml", 48, 23, "deepseek-llm-d", ["deepseek-llm-d-decode-0", "deepseek-llm-d-prefill-0"], []),
     ("modelservice", "values.yaml", 17, 13, "deepseek-ai/DeepSeek-V3",
      ["deepseek-ai-deepseek-v3-decode-0", "deepseek-ai-deepseek-v3-prefill-0"], ["--vllm-version", "0.32.0"]),
 ]
@@ -77,3 +78,28 @@ def test_the_whole_folder_is_one_set() -> None:
     assert code == 1
     assert sorted((f["deployment"], f["rule"]) for f in found) == sorted(
         (c[4], rule) for c in CASES for rule in ("tp-ratio[moriio]", "tp[heads]"))
+
+
+def test_explain_says_how_each_value_was_decided() -> None:
+    """The side, the deployment, the release and the GPUs: each with the marker it came from and its line."""
+    code, out, _err = pdlint("explain", "examples/kubernetes/dynamo")
+    assert code == 0
+    file = "examples/kubernetes/dynamo/deepseek.yaml"
+    assert "deployment deepseek-dynamo (vLLM 0.32.0)" in out
+    assert (f"deepseek-dynamo-vllmdecodeworker-0: vllm_pd_role decode <- Dynamo service VllmDecodeWorker: "
+            f"subComponentType decode ({file}:43:25)") in out
+    assert (f"deepseek-dynamo-vllmdecodeworker-0, deepseek-dynamo-vllmprefillworker-0: vllm_pd_deployment "
+            f"deepseek-dynamo <- the DynamoGraphDeployment deepseek-dynamo ties its services ({file}:8:9)") in out
+    assert (f"vllm_version 0.32.0 <- annotation pdlint.io/vllm-version on the DynamoGraphDeployment "
+            f"({file}:10:29)") in out
+    assert f"vllm_host_gpu_count 8 <- Dynamo service VllmDecodeWorker: resources gpu ({file}:47:16)" in out
+
+
+def test_explain_names_the_kv_role_and_the_annotation() -> None:
+    code, out, _err = pdlint("explain", "examples/kubernetes/plain")
+    file = "examples/kubernetes/plain/deepseek.yaml"
+    assert code == 0
+    assert f"deepseek-decode-0: vllm_pd_role decode <- kv_role kv_consumer in --kv-transfer-config ({file}:55:15)" in out
+    assert (f"vllm_pd_deployment deepseek-r1 <- annotation pdlint.io/deployment on the Deployment ({file}:37:27)"
+            in out)
+    assert f"vllm_version 0.32.0 <- the image tag v0.32.0 ({file}:48:18)" in out

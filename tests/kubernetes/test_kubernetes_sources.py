@@ -42,3 +42,12 @@ def test_aibrix_sample_advertises_the_unspecified_address() -> None:
     assert all(f["file"] == file for f in found)
     assert "advertises NIXL side channel host '0.0.0.0', unreachable from vllm-1p1d-decode-0" in found[1]["message"]
     assert "(vLLM 0.10.0 refuses to start)" in found[0]["message"]
+
+
+def test_llm_d_disaggregated_set_is_clean() -> None:
+    """Its roles name the sides; the image is a placeholder, so the release is the configured one."""
+    code, found = findings(f"{FIXTURES}/llm-d", "--vllm-version", "0.20.1")
+    assert (code, found) == (0, [])
+    code, out, _err = pdlint("explain", f"{FIXTURES}/llm-d", "--vllm-version", "0.20.1")
+    assert "deployment pd-disagg-vllm (vLLM 0.20.1)" in out
+    assert "pd-disagg-vllm-decode-0: vllm_pd_role decode <- DisaggregatedSet role decode" in out

@@ -14,6 +14,7 @@ from ..explain.compute import mapped_lines
 from ..explain.formats import FORMATS
 from ..explain.model import Explanation
 from ..finding import Finding
+from ..hostvars import HostVars
 from ..report import reporters
 from .options import UNUSED_BY_EXPLAIN
 
@@ -38,7 +39,7 @@ def model(args: argparse.Namespace) -> Explanation | int:
     from ..load.model_files import Files
     from ..launch.mapping import keep_names
     from ..load.errors import LoadError
-    from .inputs import Unusable, load_group, playbook_of, prepare, with_playbook
+    from .inputs import Unusable, load_group, manifest_groups, playbook_of, prepare, with_playbook
 
     try:
         config, groups = prepare(args, "pdlint explain")
@@ -56,18 +57,35 @@ def model(args: argparse.Namespace) -> Explanation | int:
 
         kept |= names_read(project)
     parts = []
+    sets: list[tuple[list[str], list[HostVars], list[Finding]]] = []
+    try:
+        manifests, groups = manifest_groups(args, groups)
+        if manifests:
+            sets.append((manifests, _manifest_hosts(args, manifests), []))
+    except LoadError as exc:
+        sys.stderr.write(reporters.text([exc.finding]))
+        return 2
     for sources in groups:
         notes: list[Finding] = []
         loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(reporters.text(found)), kept)
         if loaded is None:
             return 2
-        loaded = with_playbook(loaded, project, notes)
+        sets.append((sources, with_playbook(loaded, project, notes), notes))
+    for sources, loaded, notes in sets:
         result = engine.lint(loaded, config, Files.of(sources))
         found = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
         shown = compute(result.topology, found, loaded, args.all_pairs)
         parts.append(dataclasses.replace(shown, mapped=mapped_lines(result.hosts)))
     return Explanation(tuple(d for p in parts for d in p.deployments), tuple(f for p in parts for f in p.findings),
                        tuple(line for p in parts for line in p.mapped))
+
+
+def _manifest_hosts(args: argparse.Namespace, files: list[str]) -> list[HostVars]:
+    """The hosts of a set of Kubernetes manifests (as `pdlint` reads them). Raises LoadError."""
+    from ..kubernetes import read as kubernetes
+    from ..load.preflight import guard
+
+    return kubernetes.load(files, guard.Limits(max_file_bytes=args.max_file_size)).hosts
 
 
 def only(expl: Explanation, names: Sequence[str]) -> Explanation | str:

@@ -43,7 +43,7 @@ class _Vars:
         self.values[name] = value
         self.origins[(name,)] = self.origins[(name, KEY)] = origin
         if note:
-            self.notes[(name,)] = note
+            self.notes[(name,)] = f"{name} {value} <- {note} ({origin})"
 
     def decided(self, name: str, found: Decided | None) -> None:
         if found is not None:
@@ -126,7 +126,8 @@ def _env(out: _Vars, container: Node, host: str) -> None:
         elif field is not None and field.text() in ("status.podIP", "status.hostIP"):
             env[name] = host
             out.origins[path] = out.origins[(*path, KEY)] = field.origin
-            out.notes[path] = f"valueFrom fieldRef {field.text()}: the pod's own address (pdlint names it {host})"
+            out.notes[path] = f"vllm_env.{name} <- valueFrom fieldRef {field.text()} ({field.origin}): the pod's own " \
+                f"address (pdlint names it {host})"
         elif name.startswith("VLLM_") and item.get("valueFrom") is not None:
             source = item.get("valueFrom")
             env[name] = Unresolved(f"{name} is set from {'/'.join(item.mapping('valueFrom'))} when the pod starts")

@@ -7,7 +7,7 @@
   `parallelism` (tensor, data, dataLocal); the model is `spec.model.name`; the container's command comes from an
   LLMInferenceServiceConfig, so the container's env `VLLM_ADDITIONAL_ARGS` is the launch line read.
 - AIBrix's StormService (and RoleSet): `roles[]`, a role named prefill or decode is that side.
-- llm-d's DisaggregatedSet: `roles[]` (or `spec.prefill` / `spec.decode`), each an embedded leaderWorkerTemplate.
+- llm-d's DisaggregatedSet: `roles[]`, each an embedded leaderWorkerTemplate, `replicas` per one of `slices`.
 """
 from __future__ import annotations
 
@@ -119,15 +119,15 @@ def _aibrix(doc: Document) -> Iterator[Workload]:
 
 
 def _disaggregated(doc: Document) -> Iterator[Workload]:
+    """llm-d's DisaggregatedSet: `roles[]`, each `spec` a leaderWorkerTemplate and its replicas per slice."""
     root = doc.root
-    roles: list[tuple[str, Node | None]] = [(r.text("name") or "", r) for r in root.items("spec", "roles")]
-    roles += [(s, root.get("spec", s)) for s in ("prefill", "decode")]
-    for name, role in roles:
-        if role is None:
-            continue
-        lwt = role.get("leaderWorkerTemplate")
+    slices = count(root.get("spec", "slices"))
+    for role in root.items("spec", "roles"):
+        name = role.text("name") or ""
+        spec = role.get("spec") or role
         side = next((s for s in ("prefill", "decode") if s in name.lower()), "")
-        for work in leader_workers(f"{name_of(root)}-{name.lower()}", doc, lwt, count(role.get("replicas"))):
+        for work in leader_workers(f"{name_of(root)}-{name.lower() or 'role'}", doc, spec.get("leaderWorkerTemplate"),
+                                   slices * count(spec.get("replicas"))):
             work.deployment = _tie(doc)
-            work.side = _side(side, role.get("name") or role, f"DisaggregatedSet role {name}")
+            work.side = _side(side, role.get("name"), f"DisaggregatedSet role {name}")
             yield work
