@@ -135,8 +135,14 @@ def manifest_groups(args: argparse.Namespace, groups: list[list[str]]) -> tuple[
 
     files: list[str] = []
     left: list[list[str]] = []
+    folders = getattr(args, "manifest_folders", False)
     for group in groups:
-        found = manifest_files(group[0]) if len(group) == 1 and group[0] in args.paths else None
+        named = len(group) == 1 and group[0] in args.paths
+        found = manifest_files(group[0]) if named else None
+        if named and folders and os.path.isfile(group[0]):
+            if found is None:
+                continue  # the hook passes every changed YAML file: one that is no manifest is not an inventory
+            found = manifest_files(os.path.dirname(group[0]) or ".")
         if found is None:
             left.append(group)
         else:

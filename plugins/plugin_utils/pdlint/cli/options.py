@@ -95,6 +95,9 @@ def loading(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--vault-password-file", metavar="FILE",
                     help="decrypt vault values and files with this password (default: $ANSIBLE_VAULT_PASSWORD_FILE); "
                          "decrypted values are never printed")
+    ap.add_argument("--manifest-folders", action="store_true",
+                    help="a Kubernetes manifest file named stands for its folder (every manifest under it is read "
+                         "with it) and a YAML file that is no manifest is skipped: the pdlint-kubernetes hook's mode")
     ap.add_argument("--max-file-size", type=_size, default=guard.Limits.max_file_bytes, metavar="BYTES",
                     help="refuse inventory and vars files larger than this (suffix K, M or G; default 8M)")
     ap.add_argument("--loader", choices=("fast", "ansible"), default="fast",

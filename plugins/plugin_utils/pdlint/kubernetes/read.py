@@ -3,7 +3,8 @@
 A path is read as manifests when it is a YAML file whose documents carry `apiVersion` and `kind` (or a
 modelservice values file), or a folder holding such files (walked whole, hidden entries skipped). A folder that
 holds an Ansible inventory too (group_vars/, host_vars/, a hosts file) is refused: pdlint reads one of them per
-path, and which one was meant is the user's to say.
+path, and which one was meant is the user's to say. A Helm chart's `templates/` files are skipped (they are
+manifests only once rendered: pass `helm template`'s output, or the chart's values file).
 """
 from __future__ import annotations
 
@@ -48,6 +49,11 @@ def _head(path: str, size: int = 65536) -> str:
         return ""
 
 
+def _chart_template(path: str) -> bool:
+    """A Helm chart's template (templates/*.yaml with `{{ }}`): no manifest until the chart renders it."""
+    return os.path.basename(os.path.dirname(path)) == "templates" and "{{" in _head(path)
+
+
 def _walk(folder: str) -> tuple[list[str], list[str]]:
     """(YAML files, inventory signs) under folder: a group_vars/ or host_vars/ folder, a hosts file."""
     found: list[str] = []
@@ -75,7 +81,7 @@ def manifest_files(path: str) -> list[str] | None:
     if not os.path.isdir(path):
         return None
     files, signs = _walk(path)
-    manifests = [f for f in files if f.endswith(_EXTENSIONS) and _looks(_head(f))]
+    manifests = [f for f in files if f.endswith(_EXTENSIONS) and _looks(_head(f)) and not _chart_template(f)]
     if not manifests:
         return None
     signs += [f for f in files if f not in manifests and _INVENTORY.search(_head(f))]
