@@ -109,3 +109,15 @@ def test_each_system_clean_gives_no_error(case: tuple[object, ...], tmp_path: Pa
     (work / name).write_text(fixed, encoding="utf-8")
     code, found = findings(str(work), *[str(a) for a in case[6]])  # type: ignore[attr-defined]
     assert (code, found) == (0, [])
+
+
+def test_containers_of_one_pod_share_its_ports() -> None:
+    """Two vLLM containers in one pod are two engines of one host: both on port 8000 (and P2pNccl's kv_port)
+    collide in the pod's network namespace; the finding names the second container's engine."""
+    file = f"{FIXTURES}/one-pod/pod.yaml"
+    assert _rows(f"{FIXTURES}/one-pod") == [
+        ("port[collision]", "pair-0[1] API port uses port 8000, already taken on pair-0 by pair-0[0] API port", file,
+         20, 36, ["pair-0"]),
+        ("port[collision]", "pair-0[1] P2pNccl kv_port (rank 0) uses port 14579, already taken on pair-0 by pair-0[0] "
+         "P2pNccl kv_port (rank 0)", file, 20, 36, ["pair-0"]),
+    ]

@@ -228,17 +228,40 @@ def deployment(work: Workload, pools: Sequence[tuple[str, dict[str, str], Origin
                    f"workload of namespace {namespace} is one deployment (annotation {DEPLOYMENT} names another)")
 
 
+def _engine(work: Workload, container: Node, value: Any, origins: Mapping[Path, Origin], name: str) -> _Vars:
+    """One container's engine: its launch line, env, side and the variables its system sets."""
+    made = _Vars()
+    made.decided("vllm_pd_role", side(work, value, origins))
+    for key, given in work.given.items():
+        made.decided("vllm_" + key, given)
+    _env(made, container, name)
+    made.values[ARGS] = value
+    made.origins.update(origins)
+    made.origins[(ARGS, KEY)] = origins[(ARGS,)]
+    return made
+
+
+def _items(host: _Vars, engines: list[_Vars]) -> None:
+    """Several vLLM containers in one pod: its vllm_instances (they share the pod's network and GPUs), each item the
+    engine's variables without the vllm_ prefix."""
+    items: list[dict[str, Any]] = []
+    for index, engine in enumerate(engines):
+        items.append({k[5:]: v for k, v in engine.values.items()})
+        for mapping, target in ((engine.origins, host.origins), (engine.notes, host.notes)):
+            for path, found in mapping.items():
+                target[("vllm_instances", index, str(path[0])[5:], *path[1:])] = found  # type: ignore[index]
+    host.values["vllm_instances"] = items
+    first = host.origins[("vllm_instances", 0, "args")]
+    host.origins[("vllm_instances",)] = host.origins[("vllm_instances", KEY)] = first
+
+
 def hosts(work: Workload, pools: Sequence[tuple[str, dict[str, str], Origin]]) -> list[HostVars]:
     """The pods of the workload that run vLLM, as hosts (none when no container runs it)."""
-    containers = engines(work)
-    if not containers:
+    lines = [(c, line) for c in engines(work) for line in [launch_line(work, c)] if line is not None]
+    if not lines:
         return []
-    container = containers[0]
-    line = launch_line(work, container)
-    if line is None:
-        return []
-    value, origins = line
-    nodes = work.nodes.value if work.nodes is not None else 1
+    container, (value, origins) = lines[0]
+    nodes = work.nodes.value if work.nodes is not None and len(lines) == 1 else 1
     words = {t.text for t in _tokens(value)}
     out: list[HostVars] = []
     for replica in range(min(work.replicas, MAX_REPLICAS)):
@@ -246,20 +269,21 @@ def hosts(work: Workload, pools: Sequence[tuple[str, dict[str, str], Origin]]) -
             name = f"{work.name}-{replica}" + (f"-{rank}" if nodes > 1 else "")
             made = _Vars()
             made.decided("vllm_pd_deployment", deployment(work, pools))
-            made.decided("vllm_pd_role", side(work, value, origins))
             made.decided("vllm_version", version(work, container))
             made.decided("vllm_host_gpu_count", _gpus(work, container))
-            for key, given in work.given.items():
-                made.decided("vllm_" + key, given)
+            if len(lines) > 1:
+                _items(made, [_engine(work, c, v, o, name) for c, (v, o) in lines])
+                out.append(HostVars(name, made.values, made.origins, notes=made.notes))
+                continue
             if work.nodes is not None:
                 made.put("vllm_instance_id", f"{work.name}-{replica}", work.nodes.origin, work.nodes.note)
                 if "--nnodes" not in words:
                     made.decided("vllm_nnodes", work.nodes)
                 if "--node-rank" not in words:
                     made.put("vllm_node_rank", rank, work.nodes.origin, f"pod {rank} of the engine's {nodes}")
-            _env(made, container, name)
-            made.values[ARGS] = value
-            made.origins.update(origins)
-            made.origins[(ARGS, KEY)] = origins[(ARGS,)]
+            engine = _engine(work, container, value, origins, name)
+            made.values.update(engine.values)
+            made.origins.update(engine.origins)
+            made.notes.update(engine.notes)
             out.append(HostVars(name, made.values, made.origins, notes=made.notes))
     return out
