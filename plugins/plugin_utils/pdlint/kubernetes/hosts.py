@@ -241,15 +241,20 @@ def _engine(work: Workload, container: Node, value: Any, origins: Mapping[Path, 
     return made
 
 
+def _in_item(index: int, path: Path) -> Path:
+    return ("vllm_instances", index, str(path[0])[5:], *path[1:])
+
+
 def _items(host: _Vars, engines: list[_Vars]) -> None:
     """Several vLLM containers in one pod: its vllm_instances (they share the pod's network and GPUs), each item the
     engine's variables without the vllm_ prefix."""
     items: list[dict[str, Any]] = []
     for index, engine in enumerate(engines):
         items.append({k[5:]: v for k, v in engine.values.items()})
-        for mapping, target in ((engine.origins, host.origins), (engine.notes, host.notes)):
-            for path, found in mapping.items():
-                target[("vllm_instances", index, str(path[0])[5:], *path[1:])] = found  # type: ignore[index]
+        for path, origin in engine.origins.items():
+            host.origins[_in_item(index, path)] = origin
+        for path, note in engine.notes.items():
+            host.notes[_in_item(index, path)] = note
     host.values["vllm_instances"] = items
     first = host.origins[("vllm_instances", 0, "args")]
     host.origins[("vllm_instances",)] = host.origins[("vllm_instances", KEY)] = first
