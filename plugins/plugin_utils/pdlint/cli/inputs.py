@@ -131,7 +131,7 @@ def manifest_groups(args: argparse.Namespace, groups: list[list[str]]) -> tuple[
     folder that holds manifests and an inventory."""
     if not args.paths:
         return [], groups
-    from ..kubernetes.read import manifest_files
+    from ..kubernetes.detect import manifest_files
 
     files: list[str] = []
     left: list[list[str]] = []
