@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
@@ -22,14 +22,19 @@ class Manifests:
     files: tuple[str, ...]  # the files read (absolute)
 
 
-def load(files: Sequence[str], limits: guard.Limits) -> Manifests:
-    """The hosts the manifests run vLLM in, and the findings on reading them. Raises LoadError (exit 2)."""
+def load(files: Sequence[str], limits: guard.Limits, overlay: Mapping[str, str] | None = None) -> Manifests:
+    """The hosts the manifests run vLLM in, and the findings on reading them. Raises LoadError (exit 2).
+    overlay ({absolute path: text}, an editor's unsaved buffers) is read before the files on disk."""
     docs: list[documents.Document] = []
     for path in files:
         try:
-            with open(path, "rb") as handle:
-                data = handle.read(limits.max_file_bytes + 1)
-            text = guard.text_of(data, path, limits)
+            text = (overlay or {}).get(os.path.abspath(path))
+            if text is None:
+                with open(path, "rb") as handle:
+                    data = handle.read(limits.max_file_bytes + 1)
+                text = guard.text_of(data, path, limits)
+            elif len(text.encode("utf-8")) > limits.max_file_bytes:
+                raise guard.oversize(path, len(text.encode("utf-8")), limits)
         except guard.Refused as exc:
             raise LoadError(exc.finding) from None
         except OSError as exc:

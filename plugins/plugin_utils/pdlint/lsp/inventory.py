@@ -29,7 +29,8 @@ def inventory_of(path: str) -> str | None:
 
     A group_vars/host_vars file names the directory above it (as `pdlint PATH` does). Any other file names its
     directory when that holds group_vars/ or host_vars/ (the same inventory, whichever of its files is open),
-    else itself when it is named like an inventory (hosts*, inventory*, *.ini). Other YAML (playbooks) is left alone.
+    else itself when it is named like an inventory (hosts*, inventory*, *.ini); a Kubernetes manifest names its
+    folder. Other YAML (playbooks) is left alone.
     """
     p = Path(os.path.abspath(path))
     for parent in p.parents:
@@ -39,7 +40,34 @@ def inventory_of(path: str) -> str | None:
         return str(p.parent)
     if p.suffix == ".ini" or p.stem.startswith(_INVENTORY_NAMES):
         return str(p)
+    from ..kubernetes.detect import manifest_files
+
+    if p.is_file() and manifest_files(str(p)) is not None:
+        return str(p.parent)  # a Kubernetes manifest: its folder's manifests are checked together, as the hook does
     return None
+
+
+def _manifests(source: str, overlay: Mapping[str, str]) -> Outcome | None:
+    """The check of a folder of Kubernetes manifests (None: source is an inventory)."""
+    from ..kubernetes import detect, read
+
+    if not os.path.isdir(source) or any(os.path.isdir(os.path.join(source, d)) for d in VARS_DIRS):
+        return None
+    try:
+        files = detect.manifest_files(source)
+        if files is None:
+            return None
+        config = _config(source)
+        loaded = read.load(files, guard.Limits(), overlay)
+    except LoadError as exc:
+        return Outcome(source, failed=exc.finding)
+    except ConfigError as exc:
+        return Outcome(source, failed=load_error(Origin(source), str(exc)))
+    from ..load.model_files import Files
+
+    result = engine.lint(loaded.hosts, config, Files.of([source]), overlay)
+    findings = sorted(configuration.with_notes(result.settled(loaded.findings), result.findings, config))
+    return Outcome(source, tuple(findings), tuple(result.hosts), result.topology, model_files=result.model_files)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +104,9 @@ def check(source: str, overlay: Mapping[str, str], memo: Any = None, last: Outco
 
 
 def _check(source: str, overlay: Mapping[str, str], memo: Any, last: Outcome | None) -> Outcome:
+    manifests = _manifests(source, overlay)
+    if manifests is not None:
+        return manifests
     from ..cache import incremental
     from ..cache.outcome import watch
     from ..load import select
