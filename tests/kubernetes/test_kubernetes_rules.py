@@ -121,3 +121,37 @@ def test_containers_of_one_pod_share_its_ports() -> None:
         ("port[collision]", "pair-0[1] P2pNccl kv_port (rank 0) uses port 14579, already taken on pair-0 by pair-0[0] "
          "P2pNccl kv_port (rank 0)", file, 20, 36, ["pair-0"]),
     ]
+
+
+def test_env_references_are_expanded_as_kubernetes_does() -> None:
+    """$(TP) is the decode's env value 6 (the finding at that item); $(MAX_LEN), set nowhere, reaches vLLM as
+    written and is refused there."""
+    file = f"{FIXTURES}/env-expansion/pods.yaml"
+    rows = _rows(f"{FIXTURES}/env-expansion")
+    assert ("tp-ratio[moriio]", "decode TP 6 is not a multiple of prefill TP 4 (MoRIIO needs 6/4 acks)", file, 33, 15,
+            ["exp-decode-0", "exp-prefill-0"]) in rows
+    assert ("vllm-args[invalid]", "vllm_args: argument --max-model-len: invalid human_readable_int_or_auto value: "
+            "'$(MAX_LEN)' (vLLM 0.32.0 refuses to start)", file, 15, 59, ["exp-prefill-0"]) in rows
+
+
+def test_a_pod_with_no_side_is_said_never_passed_silently() -> None:
+    code, found = findings(f"{FIXTURES}/sideless")
+    assert code == 0
+    assert [(f["rule"], f["severity"], f["file"], f["line"], f["column"], f["hosts"]) for f in found] == [
+        ("unresolved", "warning", f"{FIXTURES}/sideless/both.yaml", 13, 21, ["both-0", "both-1"])]
+    assert found[0]["message"].startswith("the pod's --kv-transfer-config names no side (kv_role kv_both)")
+    assert "label llm-d.ai/role or annotation pdlint.io/role" in found[0]["hint"]
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_every_format_points_at_the_manifest_line(fmt: str) -> None:
+    code, out, _err = pdlint(f"{FIXTURES}/rules/gpu", "--format", fmt)
+    assert code == 1
+    if fmt == "github":
+        assert f"::error file={FIXTURES}/rules/gpu/pods.yaml,line=45,col=15" in out, out
+    else:
+        import json
+
+        [result] = json.loads(out)["runs"][0]["results"]
+        region = result["locations"][0]["physicalLocation"]["region"]
+        assert (result["ruleId"], region["startLine"], region["startColumn"]) == ("gpu[oversubscribed]", 45, 15)

@@ -6,6 +6,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ..config import configuration
 from ..engine import core as engine
@@ -61,7 +62,8 @@ def model(args: argparse.Namespace) -> Explanation | int:
     try:
         manifests, groups = manifest_groups(args, groups)
         if manifests:
-            sets.append((manifests, _manifest_hosts(args, manifests), []))
+            read = _manifest_hosts(args, manifests)
+            sets.append((manifests, read.hosts, list(read.findings)))
     except LoadError as exc:
         sys.stderr.write(reporters.text([exc.finding]))
         return 2
@@ -80,12 +82,13 @@ def model(args: argparse.Namespace) -> Explanation | int:
                        tuple(line for p in parts for line in p.mapped))
 
 
-def _manifest_hosts(args: argparse.Namespace, files: list[str]) -> list[HostVars]:
-    """The hosts of a set of Kubernetes manifests (as `pdlint` reads them). Raises LoadError."""
+def _manifest_hosts(args: argparse.Namespace, files: list[str]) -> Any:
+    """The hosts of a set of Kubernetes manifests and the findings on reading them (kubernetes/read.py Manifests),
+    as `pdlint` reads them. Raises LoadError."""
     from ..kubernetes import read as kubernetes
     from ..load.preflight import guard
 
-    return kubernetes.load(files, guard.Limits(max_file_bytes=args.max_file_size)).hosts
+    return kubernetes.load(files, guard.Limits(max_file_bytes=args.max_file_size))
 
 
 def only(expl: Explanation, names: Sequence[str]) -> Explanation | str:

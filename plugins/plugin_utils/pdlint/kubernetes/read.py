@@ -12,7 +12,7 @@ from ..hostvars import HostVars
 from ..load.errors import LoadError, load_error
 from ..load.preflight import guard
 from ..paths import display_path
-from . import documents, helm_values, hosts, systems, workloads
+from . import documents, helm_values, pods, systems, workloads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,8 +44,26 @@ def load(files: Sequence[str], limits: guard.Limits, overlay: Mapping[str, str] 
     made: list[HostVars] = []
     for doc in docs:
         for work in _workloads(doc):
-            made += hosts.hosts(work, pools)
-    return Manifests(_unique(made), [], tuple(os.path.abspath(f) for f in files))
+            made += pods.hosts(work, pools)
+    made = _unique(made)
+    return Manifests(made, _sideless(made), tuple(os.path.abspath(f) for f in files))
+
+
+def _sideless(made: list[HostVars]) -> list[Finding]:
+    """Never a silent pass: a pod whose line names a KV connector but no side (kv_both, no system marker) takes no
+    part, and is said so once per line."""
+    found: dict[Origin, list[str]] = {}
+    for hv in made:
+        line = hv.values.get(pods.ARGS)
+        text = " ".join(line) if isinstance(line, list) else str(line or "")
+        if "vllm_pd_role" in hv.values or "vllm_instances" in hv.values or "kv_transfer_config" not in \
+                text.replace("-", "_") or "dynamo.vllm" in text:
+            continue
+        found.setdefault(hv.origin(pods.ARGS), []).append(hv.host)
+    return [Finding(origin, "unresolved", "warning", "the pod's --kv-transfer-config names no side (kv_role "
+                    "kv_both) and nothing else says whether it is prefill or decode: it is not checked",
+                    f"set the pod template's label {workloads.LLMD_ROLE} or annotation {workloads.ROLE} to prefill "
+                    "or decode", tuple(sorted(names))) for origin, names in found.items()]
 
 
 def _workloads(doc: documents.Document) -> list[workloads.Workload]:

@@ -82,7 +82,8 @@ def _vllm_image(image: str) -> str | None:
 def launch_line(work: Workload, container: Node) -> tuple[Any, dict[Path, Origin]] | None:
     """vllm_args of the container (a list of words, or a shell string) and its origins; None without a line."""
     written = [n for n in (*container.items("command"), *container.items("args")) if n.kind == "scalar"]
-    words = [(n.text() or "", n.origin) for n in written]
+    env = _literal_env(container)
+    words = [(_expanded(n.text() or "", env), n.origin) for n in written]
     if len(words) >= 3 and os.path.basename(words[0][0]) in _SHELLS and words[1][0].startswith("-") and \
             "c" in words[1][0]:
         return words[2][0], {(ARGS,): words[2][1]}
@@ -99,6 +100,26 @@ def launch_line(work: Workload, container: Node) -> tuple[Any, dict[Path, Origin
     origins: dict[Path, Origin] = {(ARGS,): words[0][1]}
     origins.update({(ARGS, i): origin for i, (_unused, origin) in enumerate(words)})
     return [w for w, _unused in words], origins
+
+
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def _literal_env(container: Node) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for item in container.items("env"):
+        name, value = item.text("name"), item.get("value")
+        if name and value is not None and value.kind == "scalar" and value.value is not None:
+            found[name] = str(value.value).lower() if isinstance(value.value, bool) else str(value.value)
+    return found
+
+
+def _expanded(text: str, env: Mapping[str, str]) -> str:
+    """A command or args item as Kubernetes hands it over: `$(NAME)` replaced by the container's env value (a
+    name it does not set stays as written), `$$` an escaped `$`."""
+    if "$" not in text:
+        return text
+    return _REFERENCE.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
 
 
 def _env_node(container: Node, name: str) -> Node | None:
