@@ -155,3 +155,18 @@ def test_every_format_points_at_the_manifest_line(fmt: str) -> None:
         [result] = json.loads(out)["runs"][0]["results"]
         region = result["locations"][0]["physicalLocation"]["region"]
         assert (result["ruleId"], region["startLine"], region["startColumn"]) == ("gpu[oversubscribed]", 45, 15)
+
+
+def test_dynamo_multinode_spreads_one_engine_over_its_nodes() -> None:
+    """nodeCount 2: the decode's TP 16 is 8 GPUs on each of its two pods (no finding); the prefill's TP 16 on one
+    pod of 8 GPUs is reported at its TP value. Dynamo's launcher sets the side channel host itself: no finding."""
+    file = f"{FIXTURES}/dynamo-multinode/graph.yaml"
+    assert _rows(f"{FIXTURES}/dynamo-multinode") == [
+        ("gpu[oversubscribed]", "node wide-prefill-0 has 8 GPUs but its instances need 16 (wide-prefill-0 16)", file,
+         18, 62, ["wide-prefill-0"])]
+    code, out, _err = pdlint("explain", f"{FIXTURES}/dynamo-multinode")
+    assert code == 0
+    assert f"wide-decode-0-0, wide-decode-0-1: vllm_nnodes 2 <- Dynamo service Decode: multinode.nodeCount ({file}:23:30)" \
+        in out
+    assert "wide-decode-0-1: vllm_env.VLLM_NIXL_SIDE_CHANNEL_HOST <- Dynamo's launcher sets it to the pod's own address" \
+        in out

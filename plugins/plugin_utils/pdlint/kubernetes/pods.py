@@ -256,10 +256,29 @@ def _engine(work: Workload, container: Node, value: Any, origins: Mapping[Path, 
     for key, given in work.given.items():
         made.decided("vllm_" + key, given)
     _env(made, container, name)
+    _dynamo_side_channel(made, value, origins, name)
     made.values[ARGS] = value
     made.origins.update(origins)
     made.origins[(ARGS, KEY)] = origins[(ARGS,)]
     return made
+
+
+def _dynamo_side_channel(made: _Vars, value: Any, origins: Mapping[Path, Origin], host: str) -> None:
+    """Dynamo's launcher sets VLLM_NIXL_SIDE_CHANNEL_HOST itself when the env leaves it unset (the pod's hostname
+    or IP: dynamo/vllm args.py set_side_channel_host_and_port), so a worker pod advertises its own address."""
+    words = [t.text for t in _tokens(value)]
+    env = made.values.get("vllm_env")
+    if "dynamo.vllm" not in words[:6] or (isinstance(env, dict) and "VLLM_NIXL_SIDE_CHANNEL_HOST" in env):
+        return
+    at = origins.get((ARGS,), Origin())
+    if not isinstance(env, dict):
+        env = made.values["vllm_env"] = {}
+        made.origins[("vllm_env",)] = made.origins[("vllm_env", KEY)] = at
+    env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = host
+    path: Path = ("vllm_env", "VLLM_NIXL_SIDE_CHANNEL_HOST")
+    made.origins[path] = made.origins[(*path, KEY)] = at
+    made.notes[path] = f"vllm_env.VLLM_NIXL_SIDE_CHANNEL_HOST <- Dynamo's launcher sets it to the pod's own address " \
+        f"({at}; pdlint names it {host})"
 
 
 def _in_item(index: int, path: Path) -> Path:
