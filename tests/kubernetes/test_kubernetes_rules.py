@@ -170,3 +170,11 @@ def test_dynamo_multinode_spreads_one_engine_over_its_nodes() -> None:
         in out
     assert "wide-decode-0-1: vllm_env.VLLM_NIXL_SIDE_CHANNEL_HOST <- Dynamo's launcher sets it to the pod's own address" \
         in out
+
+
+def test_kserve_without_extra_arguments_is_its_model_and_parallelism() -> None:
+    file = f"{FIXTURES}/kserve-plain/service.yaml"
+    assert _rows(f"{FIXTURES}/kserve-plain") == [
+        ("tp[heads]", "32 attention heads are not divisible by TP 3", file, 10, 25, ["plain-decode-0"]),
+        ("tp[kv-heads]", "TP 3 cannot split the model's 8 KV heads evenly", file, 10, 25, ["plain-decode-0"]),
+    ]

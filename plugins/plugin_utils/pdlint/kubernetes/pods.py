@@ -256,6 +256,8 @@ def _engine(work: Workload, container: Node, value: Any, origins: Mapping[Path, 
     for key, given in work.given.items():
         made.decided("vllm_" + key, given)
     _env(made, container, name)
+    if value is None:
+        return made
     _dynamo_side_channel(made, value, origins, name)
     made.values[ARGS] = value
     made.origins.update(origins)
@@ -296,13 +298,15 @@ def _items(host: _Vars, engines: list[_Vars]) -> None:
         for path, note in engine.notes.items():
             host.notes[_in_item(index, path)] = note
     host.values["vllm_instances"] = items
-    first = host.origins[("vllm_instances", 0, "args")]
+    first = host.origins.get(("vllm_instances", 0, "args"), Origin())
     host.origins[("vllm_instances",)] = host.origins[("vllm_instances", KEY)] = first
 
 
 def hosts(work: Workload, pools: Sequence[tuple[str, dict[str, str], Origin]]) -> list[HostVars]:
     """The pods of the workload that run vLLM, as hosts (none when no container runs it)."""
-    lines = [(c, line) for c in engines(work) for line in [launch_line(work, c)] if line is not None]
+    # a container whose command comes from another object (KServe's config) is an engine without a line of its own
+    lines = [(c, line if line is not None else (None, {})) for c in engines(work)
+             for line in [launch_line(work, c)] if line is not None or work.launched_elsewhere]
     if not lines:
         return []
     container, (value, origins) = lines[0]
