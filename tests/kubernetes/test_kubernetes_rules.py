@@ -178,3 +178,12 @@ def test_kserve_without_extra_arguments_is_its_model_and_parallelism() -> None:
         ("tp[heads]", "32 attention heads are not divisible by TP 3", file, 10, 25, ["plain-decode-0"]),
         ("tp[kv-heads]", "TP 3 cannot split the model's 8 KV heads evenly", file, 10, 25, ["plain-decode-0"]),
     ]
+
+
+def test_a_chart_folder_reads_its_values_and_skips_its_templates() -> None:
+    """templates/ with `{{ }}` is no manifest until rendered (a parse would fail): the values file alone is read."""
+    file = f"{FIXTURES}/chart/values.yaml"
+    rows = _rows(f"{FIXTURES}/chart")
+    assert {r[2] for r in rows} == {file}
+    assert ("tp-ratio[nixl]", "decode TP 3 is not a multiple of prefill TP 2: NIXL in vLLM 0.32.0 pairs ranks by "
+            "whole ratios", file, 6, 25, ["qwen-qwen3-8b-decode-0", "qwen-qwen3-8b-prefill-0"]) in rows
