@@ -138,7 +138,7 @@ def test_a_pod_with_no_side_is_said_never_passed_silently() -> None:
     code, found = findings(f"{FIXTURES}/sideless")
     assert code == 0
     assert [(f["rule"], f["severity"], f["file"], f["line"], f["column"], f["hosts"]) for f in found] == [
-        ("unresolved", "warning", f"{FIXTURES}/sideless/both.yaml", 13, 21, ["both-0", "both-1"])]
+        ("unresolved", "warning", f"{FIXTURES}/sideless/both.yaml", 14, 49, ["both-0", "both-1"])]
     assert found[0]["message"].startswith("the pod's --kv-transfer-config names no side (kv_role kv_both)")
     assert "label llm-d.ai/role or annotation pdlint.io/role" in found[0]["hint"]
 

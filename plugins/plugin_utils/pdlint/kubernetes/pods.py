@@ -189,6 +189,15 @@ def kv_side(value: Any, origins: Mapping[Path, Origin]) -> Decided | None:
     return None
 
 
+def kv_origin(value: Any, origins: Mapping[Path, Origin]) -> Origin:
+    """Where the line's --kv-transfer-config is written (the line's start when it names none)."""
+    whole = origins.get((ARGS,), Origin())
+    for token in _tokens(value):
+        if token.text.startswith(_KV_FLAGS):
+            return origins.get((ARGS, token.item), whole) if token.item is not None else whole
+    return whole
+
+
 def _gpus(work: Workload, container: Node) -> Decided | None:
     """GPUs the pod gets: Dynamo's grant on the service, else every container's nvidia.com/gpu or amd.com/gpu
     (limits first), else what the system fills in (the modelservice chart's tensor x dataLocal)."""

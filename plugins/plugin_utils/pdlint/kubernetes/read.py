@@ -59,7 +59,7 @@ def _sideless(made: list[HostVars]) -> list[Finding]:
         if "vllm_pd_role" in hv.values or "vllm_instances" in hv.values or "kv_transfer_config" not in \
                 text.replace("-", "_") or "dynamo.vllm" in text:
             continue
-        found.setdefault(hv.origin(pods.ARGS), []).append(hv.host)
+        found.setdefault(pods.kv_origin(line, hv.origins), []).append(hv.host)
     return [Finding(origin, "unresolved", "warning", "the pod's --kv-transfer-config names no side (kv_role "
                     "kv_both) and nothing else says whether it is prefill or decode: it is not checked",
                     f"set the pod template's label {workloads.LLMD_ROLE} or annotation {workloads.ROLE} to prefill "
