@@ -72,7 +72,7 @@ def _runs_vllm(container: Node) -> bool:
 def _vllm_image(image: str) -> str | None:
     """The tag of a vLLM image (vllm/vllm-openai:v0.20.1), '' when it names none, None for another image."""
     image = image.split("@", 1)[0]
-    repo, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
+    repo, _unused, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
     base = repo.rsplit("/", 1)[-1]
     if not (base.startswith(_VLLM_IMAGES) or base == "vllm"):
         return None
