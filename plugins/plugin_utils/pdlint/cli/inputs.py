@@ -131,7 +131,7 @@ def manifest_groups(args: argparse.Namespace, groups: list[list[str]]) -> tuple[
     folder that holds manifests and an inventory."""
     if not args.paths:
         return [], groups
-    from ..kubernetes.detect import manifest_files
+    from ..kubernetes.detect import looks_inventory, manifest_files
 
     files: list[str] = []
     left: list[list[str]] = []
@@ -140,9 +140,10 @@ def manifest_groups(args: argparse.Namespace, groups: list[list[str]]) -> tuple[
         named = len(group) == 1 and group[0] in args.paths
         found = manifest_files(group[0]) if named else None
         if named and folders and os.path.isfile(group[0]):
-            if found is None:
+            if found is None and not looks_inventory(group[0]):
                 continue  # the hook passes every changed YAML file: one that is no manifest is not an inventory
-            found = manifest_files(os.path.dirname(group[0]) or ".")
+            if found is not None:
+                found = manifest_files(os.path.dirname(group[0]) or ".")
         if found is None:
             left.append(group)
         else:

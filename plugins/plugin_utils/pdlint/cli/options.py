@@ -97,7 +97,8 @@ def loading(ap: argparse.ArgumentParser) -> None:
                          "decrypted values are never printed")
     ap.add_argument("--manifest-folders", action="store_true",
                     help="a Kubernetes manifest file named stands for its folder (every manifest under it is read "
-                         "with it) and a YAML file that is no manifest is skipped: the pdlint-kubernetes hook's mode")
+                         "with it), and a file that is neither a manifest nor named or written like an inventory is "
+                         "skipped: the pdlint-kubernetes hook's mode")
     ap.add_argument("--max-file-size", type=_size, default=guard.Limits.max_file_bytes, metavar="BYTES",
                     help="refuse inventory and vars files larger than this (suffix K, M or G; default 8M)")
     ap.add_argument("--loader", choices=("fast", "ansible"), default="fast",

@@ -81,3 +81,9 @@ def manifest_files(path: str) -> list[str] | None:
             f"inventory ({display_path(signs[0])}): pdlint reads one of them per path",
             "name the manifests' folder or the inventory on its own"))
     return manifests
+
+
+def looks_inventory(path: str) -> bool:
+    """A file named or written like an Ansible inventory (hosts*, inventory*, *.ini, a top-level `all:`)."""
+    name = os.path.basename(path)
+    return name.startswith(("hosts", "inventory")) or name.endswith(".ini") or bool(_INVENTORY.search(_head(path)))
