@@ -187,3 +187,16 @@ def test_a_chart_folder_reads_its_values_and_skips_its_templates() -> None:
     assert {r[2] for r in rows} == {file}
     assert ("tp-ratio[nixl]", "decode TP 3 is not a multiple of prefill TP 2: NIXL in vLLM 0.32.0 pairs ranks by "
             "whole ratios", file, 6, 25, ["qwen-qwen3-8b-decode-0", "qwen-qwen3-8b-prefill-0"]) in rows
+
+
+def test_the_api_server_module_and_a_script_of_several_commands() -> None:
+    """The prefill runs the OpenAI api_server module; the decode's `bash -c` script runs `echo`, `nvidia-smi` and
+    then vLLM (`;`, `&&`, `exec`, a continuation): its TP is found at its own line inside the block scalar."""
+    file = f"{FIXTURES}/launchers/pods.yaml"
+    assert [r[:5] for r in _rows(f"{FIXTURES}/launchers")] == [
+        ("tp-ratio[nixl]", "decode TP 3 is not a multiple of prefill TP 2: NIXL in vLLM 0.32.0 pairs ranks by whole "
+         "ratios", file, 37, 17),
+        ("tp[heads]", "32 attention heads are not divisible by TP 3", file, 37, 17),
+        ("tp[kv-heads]", "TP 3 cannot split the model's 8 KV heads evenly", file, 37, 17),
+    ]
+    assert (ROOT / file).read_text().splitlines()[36][16:].startswith("--tensor-parallel-size 3")
