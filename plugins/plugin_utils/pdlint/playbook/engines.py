@@ -17,7 +17,7 @@ from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant
 from ..paths import display_path
 from ..vllm import releases
 from ..vllm.arguments.args import arguments
-from . import render, task_line, unit
+from . import render, task_line, unit, written
 from .project import Launch, Play, Role
 from .variables import Scope, magic, scope
 
@@ -77,9 +77,9 @@ def started(hv: HostVars, play: Play, role: Role, launch: Launch,
         here = variables if launch.loop is None else {**variables, launch.loop_var: item}
         dest = plain(here, launch.dest)
         where = dest if isinstance(dest, str) else f"{launch.origin}#{index}"
-        engine, more = _one(hv, found, here, launch, source, where)
+        made, more = _one(hv, found, here, launch, source, where)
         problems += more
-        if engine is not None:
+        for engine in made:
             kept = {p for p in hv.secrets if p[0] in engine.values and engine.origins.get(p[:1]) == hv.origin(p[0])}
             line = {(ARGS,)} if reads & vaulted and ARGS in engine.values else set()
             engines.append(dataclasses.replace(engine, secrets=frozenset(kept | line)))
@@ -98,24 +98,36 @@ def strings(value: Any) -> list[str]:
 
 
 def _one(hv: HostVars, found: Scope, variables: Mapping[str, Any], launch: Launch, source: str,
-         dest: str) -> tuple[Engine | None, list[Finding]]:
-    if launch.module != "template":
-        return _task(hv, found, variables, launch, dest)
-    rendered = render.render(launch.source, source, variables)
-    if isinstance(rendered, Unresolved):
-        why = _lacking(found, rendered.reason, source)
-        return _engine(hv, found, variables, None, launch.origin, dest), [
-            unresolved(hv, launch.origin, f"the launch template {display_path(launch.source)} cannot be rendered "
-                       f"statically ({why}); rules that need the engine's arguments are skipped")]
+         dest: str) -> tuple[list[Engine], list[Finding]]:
+    if launch.module not in ("template", "copy"):
+        engine, more = _task(hv, found, variables, launch, dest)
+        return [] if engine is None else [engine], more
     try:
-        line = unit.read(rendered, source, found.origins)
+        got = written.read(launch, source, variables, found.origins, dest)
     except unit.Unreadable as exc:
-        return _engine(hv, found, variables, None, launch.origin, dest), [
-            Finding(exc.origin, "vllm-args[invalid]", "error", f"ExecStart=: {exc}: systemd would not run this "
+        what = "ExecStart=" if launch.module == "template" and "ExecStart" in source else display_path(launch.source)
+        runs = "systemd" if what == "ExecStart=" else "a shell"
+        return [_engine(hv, found, variables, None, launch.origin, dest)], [
+            Finding(exc.origin, "vllm-args[invalid]", "error", f"{what}: {exc}: {runs} would not run this "
                     "command line", "close the quote, or drop the trailing backslash", (hv.host,))]
-    if line is None:
-        return None, []
-    return _engine(hv, found, variables, line, launch.origin, dest), []
+    if isinstance(got, written.Unrendered):
+        why = _lacking(found, got.reason, source) if launch.module == "template" else got.reason
+        what = f"the launch template {display_path(launch.source)}" if launch.module == "template" else \
+            "the copy task's content" if isinstance(launch.args, str) else f"the copied file {display_path(launch.source)}"
+        return [_engine(hv, found, variables, None, launch.origin, dest)], [
+            unresolved(hv, launch.origin, f"{what} cannot be rendered statically ({why}); rules that need the "
+                       "engine's arguments are skipped")]
+    if got.unread is not None:
+        shown = {"compose": "compose file", "script": "launch script"}[got.kind]
+        return [_engine(hv, found, variables, None, launch.origin, dest)], [
+            unresolved(hv, launch.origin, f"the {shown} {dest} cannot be read statically ({got.unread.reason}); "
+                       "rules that need the engine's arguments are skipped")]
+    engines: list[Engine] = []
+    notes: list[Finding] = []
+    for name, line in got.lines:
+        engines.append(_engine(hv, found, variables, line, launch.origin, f"{dest}#{name}" if name else dest))
+        notes += [unresolved(hv, origin, message) for origin, message in line.unmodelled]
+    return engines, notes
 
 
 def _task(hv: HostVars, found: Scope, variables: Mapping[str, Any], launch: Launch,

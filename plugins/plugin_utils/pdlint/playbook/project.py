@@ -18,6 +18,7 @@ from ..paths import display_path
 
 # The task modules whose content is a launch line, by how it is read (template: a systemd unit rendered per host)
 TEMPLATE_MODULES = ("template", "ansible.builtin.template", "ansible.legacy.template")
+COPY_MODULES = ("copy", "ansible.builtin.copy", "ansible.legacy.copy")
 CONTAINERS = ("community.docker.docker_container", "docker_container", "containers.podman.podman_container",
               "podman_container")
 COMMANDS = ("ansible.builtin.command", "ansible.legacy.command", "command", "ansible.builtin.shell",
@@ -39,7 +40,8 @@ class PlaybookError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Launch:
-    """A task that writes a launch line: its module, the template file, and where the task is written."""
+    """A task that writes a launch line: its module, the template file, and where the task is written. A copy task's
+    `content:` is its args (source: the tasks file); its `src:` is a file of the role's files/ (source)."""
 
     module: str
     source: str  # absolute path of the template
@@ -163,6 +165,13 @@ def _launches(loader: Any, role_path: str) -> tuple[Launch, ...]:
             if isinstance(args, Mapping) and isinstance(args.get("src"), str):
                 source = os.path.join(role_path, "templates", str(args["src"]))
                 found.append(Launch("template", source, origin, args.get("dest"), loop, loop_var))
+        for module in COPY_MODULES:
+            args = task.get(module)
+            if isinstance(args, Mapping) and isinstance(args.get("content"), str):
+                found.append(Launch("copy", tasks_file, origin, args.get("dest"), loop, loop_var, args["content"]))
+            elif isinstance(args, Mapping) and isinstance(args.get("src"), str):
+                source = os.path.join(role_path, "files", str(args["src"]))
+                found.append(Launch("copy", source, origin, args.get("dest"), loop, loop_var))
         for module in (*CONTAINERS, *COMMANDS):
             args = task.get(module)
             if args is not None:
