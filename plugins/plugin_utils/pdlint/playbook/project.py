@@ -15,6 +15,7 @@ from typing import Any
 from ..finding import Origin
 from ..load.tagged import origin_of
 from ..paths import display_path
+from .role_paths import Roots, find, roots
 
 # The task modules whose content is a launch line, by how it is read (template: a systemd unit rendered per host)
 TEMPLATE_MODULES = ("template", "ansible.builtin.template", "ansible.legacy.template")
@@ -69,6 +70,7 @@ class Role:
     after: bool = False
     parents: tuple[Role, ...] = ()  # a meta dependency's dependent roles, outermost first (ansible-core's dep chain)
     dependencies: tuple[Role, ...] = ()  # every role its ROLE/meta/main.yml brings in, each after its own
+    collection: str = ""  # `ns.coll` of a collection's role
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,13 +142,6 @@ def _role_vars(loader: Any, folder: str, what: str) -> Mapping[str, Any]:
     return merged
 
 
-def _role_path(name: str, directory: str, origin: Origin) -> str:
-    for candidate in (os.path.join(directory, "roles", name), os.path.join(directory, name)):
-        if os.path.isdir(candidate):
-            return candidate
-    raise PlaybookError(origin, f"role {name!r} not found in {os.path.join(directory, 'roles')}")
-
-
 def _launches(loader: Any, role_path: str) -> tuple[Launch, ...]:
     tasks_file = _main_file(os.path.join(role_path, "tasks"))
     if tasks_file is None:
@@ -180,27 +175,30 @@ def _launches(loader: Any, role_path: str) -> tuple[Launch, ...]:
     return tuple(found)
 
 
-def _role(loader: Any, entry: Any, directory: str, play_origin: Origin) -> Role:
+def _role(loader: Any, entry: Any, directory: Roots, play_origin: Origin) -> Role:
     origin = origin_of(entry) or play_origin
     if isinstance(entry, str):
         entry = {"role": entry}
     if not isinstance(entry, Mapping) or not isinstance(entry.get("role", entry.get("name")), str):
         raise PlaybookError(origin, "a role entry must name its role (`role: NAME`)")
     name = str(entry.get("role", entry.get("name")))
-    path = _role_path(name, directory, origin)
+    found = find(name, directory)
+    if isinstance(found, str):
+        raise PlaybookError(origin, found)
+    path, collection = found
     # a key that is no field of a role definition is a param (RoleDefinition._split_role_params)
     params = {k: v for k, v in entry.items() if k not in _ROLE_KEYS}
     return Role(name, path, _role_vars(loader, os.path.join(path, "defaults"), "role defaults"),
                 _role_vars(loader, os.path.join(path, "vars"), "role vars"), params,
                 _mapping(entry.get("vars"), origin, "role entry vars"),
-                _launches(loader, path), origin)
+                _launches(loader, path), origin, collection=collection)
 
 
 _INCLUDES = ("include_role", "import_role", "ansible.builtin.include_role", "ansible.builtin.import_role",
              "ansible.legacy.include_role", "ansible.legacy.import_role")
 
 
-def _with_dependencies(loader: Any, role: Role, directory: str, chain: tuple[str, ...]) -> list[Role]:
+def _with_dependencies(loader: Any, role: Role, directory: Roots, chain: tuple[str, ...]) -> list[Role]:
     """role after the roles its ROLE/meta/main.yml `dependencies:` names, each after its own, as Role._load_dependencies
     orders them; a dependency cycle is a PlaybookError."""
     meta_file = _main_file(os.path.join(role.path, "meta"))
@@ -213,7 +211,8 @@ def _with_dependencies(loader: Any, role: Role, directory: str, chain: tuple[str
                             "a role's dependencies must be a list")
     out: list[Role] = []
     for entry in dependencies:
-        dep = _role(loader, entry, directory, origin_of(entry) or Origin(display_path(meta_file)))
+        dep = _role(loader, entry, directory.within(role.collection),
+                    origin_of(entry) or Origin(display_path(meta_file)))
         if dep.path in chain:
             raise PlaybookError(dep.origin, f"role {dep.name!r} depends on itself")
         dep = dataclasses.replace(dep, exported=role.exported, after=role.after, parents=(*role.parents, role))
@@ -227,7 +226,7 @@ def _static_false(when: Any) -> bool:
     return any(item is False or (isinstance(item, str) and item.strip().lower() in ("false", "no")) for item in items)
 
 
-def _task_roles(loader: Any, tasks: Any, directory: str, origin: Origin) -> list[Role]:
+def _task_roles(loader: Any, tasks: Any, directory: Roots, origin: Origin) -> list[Role]:
     """The roles that a play's task list includes or imports (`include_role: {name: x}` with the task's `vars:`),
     skipping a task whose `when:` is false as written."""
     found: list[Role] = []
@@ -276,13 +275,14 @@ def _plays(loader: Any, path: str, seen: tuple[str, ...]) -> list[Play]:
         vars_files = tuple(_mapping(_load(loader, os.path.join(directory, str(f)), "vars file"), origin, "vars file")
                            for f in (files if isinstance(files, list) else [files]))
         roles: list[Role] = []
+        search = roots(directory, entry.get("collections"))
         for section in ("pre_tasks", "roles", "tasks", "post_tasks"):  # the order a play runs them
             if section == "roles":
                 for written in entry.get("roles") or []:
-                    role = _role(loader, written, directory, origin)
-                    roles += _with_dependencies(loader, role, directory, (role.path,))
+                    role = _role(loader, written, search, origin)
+                    roles += _with_dependencies(loader, role, search, (role.path,))
             else:
-                roles += _task_roles(loader, entry.get(section), directory, origin)
+                roles += _task_roles(loader, entry.get(section), search, origin)
         out.append(Play(str(hosts), _mapping(entry.get("vars"), origin, "play vars"), vars_files,
                         tuple(roles), origin, directory))
     return out
