@@ -61,7 +61,7 @@ def model(args: argparse.Namespace) -> Explanation | int:
         loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(reporters.text(found)), kept)
         if loaded is None:
             return 2
-        loaded = with_playbook(loaded, project, notes)
+        loaded = with_playbook(loaded, project, notes, args.allow_lookups)
         result = engine.lint(loaded, config, Files.of(sources))
         found = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
         shown = compute(result.topology, found, loaded, args.all_pairs)

@@ -60,8 +60,14 @@ def project_of(playbook: str) -> Project:
             from None
 
 
-def apply(hosts: Sequence[HostVars], project: Project) -> Applied:
-    """The hosts with each launch line the playbook gives them."""
+def apply(hosts: Sequence[HostVars], project: Project, allow_lookups: bool = False) -> Applied:
+    """The hosts with each launch line the playbook gives them; allow_lookups: the plays' and templates' lookups
+    are rendered (--allow-lookups), else they are refused (unresolved)."""
+    with render.lookups(allow_lookups):
+        return _apply(hosts, project)
+
+
+def _apply(hosts: Sequence[HostVars], project: Project) -> Applied:
     select = patterns.matcher(hosts)
     groups: dict[str, list[str]] = {"all": sorted(hv.host for hv in hosts)}
     for hv in hosts:
