@@ -17,7 +17,7 @@ from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant
 from ..paths import display_path
 from ..vllm import releases
 from ..vllm.arguments.args import arguments
-from . import render, task_line, unit, written
+from . import conditions, render, task_line, unit, written
 from .project import Launch, Play, Role
 from .variables import Scope, magic, scope
 
@@ -68,13 +68,24 @@ def started(hv: HostVars, play: Play, role: Role, launch: Launch,
             return [], [unresolved(hv, launch.origin, f"the launch task's loop cannot be rendered statically ({why}); "
                                    "its engines are not checked")]
         items = looped
-    engines: list[Engine] = []
+    registered = play.registered.union(*(r.registered for r in play.roles))
     problems: list[Finding] = []
+    decided = conditions.decide(role.when, variables, registered)
+    if decided is False:
+        return [], []
+    if isinstance(decided, conditions.Undecided):
+        problems.append(_undecided(hv, decided, role.origin, f"role {role.name}"))
+    engines: list[Engine] = []
     vaulted = {p[0] for p in hv.secrets}
     reads = render.names_read(source) if launch.module == "template" else frozenset(
         n for text in strings(launch.args) for n in render.names_read(text))
     for index, item in enumerate(items):
         here = variables if launch.loop is None else {**variables, launch.loop_var: item}
+        ran = conditions.decide((launch.when,), here, registered)
+        if ran is False:
+            continue
+        if isinstance(ran, conditions.Undecided):
+            problems.append(_undecided(hv, ran, launch.origin, "the launch task"))
         dest = plain(here, launch.dest)
         where = dest if isinstance(dest, str) else f"{launch.origin}#{index}"
         made, more = _one(hv, found, here, launch, source, where)
@@ -84,6 +95,13 @@ def started(hv: HostVars, play: Play, role: Role, launch: Launch,
             line = {(ARGS,)} if reads & vaulted and ARGS in engine.values else set()
             engines.append(dataclasses.replace(engine, secrets=frozenset(kept | line)))
     return engines, problems
+
+
+def _undecided(hv: HostVars, found: conditions.Undecided, origin: Origin, what: str) -> Finding:
+    return Finding(found.origin or origin, "unresolved", "warning",
+                   f"the `when: {found.condition}` of {what} is not decided statically ({found.reason}): pdlint "
+                   "takes it as run", "decide it from inventory or play variables, or check this host as it runs",
+                   (hv.host,))
 
 
 def strings(value: Any) -> list[str]:

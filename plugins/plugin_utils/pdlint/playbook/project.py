@@ -51,6 +51,7 @@ class Launch:
     loop: Any = None  # `loop:` / `with_items:` (a list, or a template that renders to one)
     loop_var: str = "item"
     args: Any = None  # the task's arguments (a container's command:, a command task's line), templates unrendered
+    when: Any = None  # the task's `when:`, decided per host (conditions.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +72,8 @@ class Role:
     parents: tuple[Role, ...] = ()  # a meta dependency's dependent roles, outermost first (ansible-core's dep chain)
     dependencies: tuple[Role, ...] = ()  # every role its ROLE/meta/main.yml brings in, each after its own
     collection: str = ""  # `ns.coll` of a collection's role
+    when: tuple[Any, ...] = ()  # the `when:` of its entry or include task, and of the roles that depend on it
+    registered: frozenset[str] = frozenset()  # what its tasks `register:` (known only when the play runs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +84,7 @@ class Play:
     roles: tuple[Role, ...]
     origin: Origin
     directory: str  # playbook_dir
+    registered: frozenset[str] = frozenset()  # what its own tasks `register:`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,24 +159,43 @@ def _launches(loader: Any, role_path: str) -> tuple[Launch, ...]:
         control = task.get("loop_control")
         loop_var = str(control.get("loop_var", "item")) if isinstance(control, Mapping) else "item"
         loop = task.get("loop", task.get("with_items"))
+        when = task.get("when")
         for module in TEMPLATE_MODULES:
             args = task.get(module)
             if isinstance(args, Mapping) and isinstance(args.get("src"), str):
                 source = os.path.join(role_path, "templates", str(args["src"]))
-                found.append(Launch("template", source, origin, args.get("dest"), loop, loop_var))
+                found.append(Launch("template", source, origin, args.get("dest"), loop, loop_var, when=when))
         for module in COPY_MODULES:
             args = task.get(module)
             if isinstance(args, Mapping) and isinstance(args.get("content"), str):
-                found.append(Launch("copy", tasks_file, origin, args.get("dest"), loop, loop_var, args["content"]))
+                found.append(Launch("copy", tasks_file, origin, args.get("dest"), loop, loop_var, args["content"],
+                                     when))
             elif isinstance(args, Mapping) and isinstance(args.get("src"), str):
                 source = os.path.join(role_path, "files", str(args["src"]))
-                found.append(Launch("copy", source, origin, args.get("dest"), loop, loop_var))
+                found.append(Launch("copy", source, origin, args.get("dest"), loop, loop_var, when=when))
         for module in (*CONTAINERS, *COMMANDS):
             args = task.get(module)
             if args is not None:
                 dest = args.get("name") if module in CONTAINERS and isinstance(args, Mapping) else None
-                found.append(Launch(module, tasks_file, origin, dest, loop, loop_var, args))
+                found.append(Launch(module, tasks_file, origin, dest, loop, loop_var, args, when))
     return tuple(found)
+
+
+def _registered(tasks: Any) -> frozenset[str]:
+    """The names a task list's tasks (and their blocks') `register:`."""
+    found: set[str] = set()
+    for task in tasks if isinstance(tasks, list) else []:
+        if isinstance(task, Mapping):
+            if isinstance(task.get("register"), str):
+                found.add(str(task["register"]))
+            for key in ("block", "rescue", "always"):
+                found |= _registered(task.get(key))
+    return frozenset(found)
+
+
+def _registered_in(loader: Any, role_path: str) -> frozenset[str]:
+    tasks_file = _main_file(os.path.join(role_path, "tasks"))
+    return frozenset() if tasks_file is None else _registered(_load(loader, tasks_file, "role tasks"))
 
 
 def _role(loader: Any, entry: Any, directory: Roots, play_origin: Origin) -> Role:
@@ -191,7 +214,8 @@ def _role(loader: Any, entry: Any, directory: Roots, play_origin: Origin) -> Rol
     return Role(name, path, _role_vars(loader, os.path.join(path, "defaults"), "role defaults"),
                 _role_vars(loader, os.path.join(path, "vars"), "role vars"), params,
                 _mapping(entry.get("vars"), origin, "role entry vars"),
-                _launches(loader, path), origin, collection=collection)
+                _launches(loader, path), origin, collection=collection,
+                when=() if entry.get("when") is None else (entry["when"],), registered=_registered_in(loader, path))
 
 
 _INCLUDES = ("include_role", "import_role", "ansible.builtin.include_role", "ansible.builtin.import_role",
@@ -215,7 +239,8 @@ def _with_dependencies(loader: Any, role: Role, directory: Roots, chain: tuple[s
                     origin_of(entry) or Origin(display_path(meta_file)))
         if dep.path in chain:
             raise PlaybookError(dep.origin, f"role {dep.name!r} depends on itself")
-        dep = dataclasses.replace(dep, exported=role.exported, after=role.after, parents=(*role.parents, role))
+        dep = dataclasses.replace(dep, exported=role.exported, after=role.after, parents=(*role.parents, role),
+                                  when=(*role.when, *dep.when))
         out += _with_dependencies(loader, dep, directory, (*chain, dep.path))
     return [*out, dataclasses.replace(role, dependencies=tuple(out))]
 
@@ -243,7 +268,8 @@ def _task_roles(loader: Any, tasks: Any, directory: Roots, origin: Origin) -> li
                 raise PlaybookError(where, f"{key} must name its role (`name: ROLE`)")
             static = key.endswith("import_role")
             public = isinstance(args, Mapping) and args.get("public") in (True, "true", "yes")
-            role = dataclasses.replace(_role(loader, {"role": name, "vars": task.get("vars")}, directory, where),
+            entry = {"role": name, "vars": task.get("vars"), "when": task.get("when")}
+            role = dataclasses.replace(_role(loader, entry, directory, where),
                                        exported=static, after=not static and public)
             found += _with_dependencies(loader, role, directory, (role.path,))
     return found
@@ -283,8 +309,9 @@ def _plays(loader: Any, path: str, seen: tuple[str, ...]) -> list[Play]:
                     roles += _with_dependencies(loader, role, search, (role.path,))
             else:
                 roles += _task_roles(loader, entry.get(section), search, origin)
+        registered = frozenset(_registered(entry.get(s)) for s in ("pre_tasks", "tasks", "post_tasks"))
         out.append(Play(str(hosts), _mapping(entry.get("vars"), origin, "play vars"), vars_files,
-                        tuple(roles), origin, directory))
+                        tuple(roles), origin, directory, frozenset().union(*registered)))
     return out
 
 
