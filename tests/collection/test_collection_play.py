@@ -316,3 +316,33 @@ def test_the_play_reads_the_same_config_json_as_the_cli(collections: Path, tmp_p
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))  # the CLI's subprocess inherits it
     cli = [f for f in cli_json(inventory / "hosts.yml") if not f["suppressed"]]
     assert keyed(from_play, False) == keyed(cli, False)
+
+
+@pytest.mark.parametrize("kind", ["script", "compose", "copy-unit", "copy-script"])
+def test_playbook_launch_kinds_agree_in_cli_and_play(collections: Path, tmp_path: Path, kind: str) -> None:
+    """The check module's `playbook:` reads each launch kind as the CLI's --playbook (tests/fixtures/playbook): the
+    seed's mistake, decode TP 6, at the same place in both."""
+    import shutil
+
+    fixtures = ROOT / "tests" / "fixtures" / "playbook"
+    shutil.copytree(fixtures / "inventory", tmp_path / "inventory")
+    shutil.copytree(fixtures / kind, tmp_path / kind)
+    if kind == "copy-script":
+        script = tmp_path / kind / "roles" / "vllm_decode" / "files" / "serve.sh"
+        script.write_text(script.read_text().replace("--tensor-parallel-size 4", "--tensor-parallel-size 6"))
+    else:
+        site = tmp_path / kind / "site.yml"
+        lines = site.read_text().splitlines()
+        lines[12] = lines[12].replace("tp: 4", "tp: 6")
+        site.write_text("\n".join(lines) + "\n")
+    report = REPORT.replace("fail_on: warning%s", f'fail_on: warning, playbook: "{tmp_path / kind / "site.yml"}"')
+    proc = play(collections, report, str(tmp_path / "inventory"), tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from_play = json.loads((tmp_path / "play.json").read_text())["findings"]
+    cli = cli_json(tmp_path / "inventory", "--playbook", str(tmp_path / kind / "site.yml"))
+    # the play runs in tmp_path, the CLI here: each file as an absolute path
+    placed = {(f["rule"], f["message"], os.path.abspath(f["file"]), f["line"], f["column"]) for f in cli}
+    assert {(f["rule"], f["message"], os.path.join(tmp_path, f["file"]), f["line"], f["column"])
+            for f in from_play} == placed
+    assert ("tp-ratio[moriio]", "decode TP 6 is not a multiple of prefill TP 4 (MoRIIO needs 6/4 acks)") in {
+        (r, m) for r, m, *_ in placed}
