@@ -145,3 +145,33 @@ def test_a_shell_variable_read_by_the_line(tmp_path: Path, monkeypatch: pytest.M
     _code, found = _run(tmp, "copy-script", monkeypatch)
     assert [(f["rule"], where(f)) for f in found if f["rule"] == "tp-ratio[moriio]"] == [
         ("tp-ratio[moriio]", line_of(tmp, script, "TP=6"))]
+
+
+def test_other_copies_and_templates_say_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of another file (a config whose content reads a registered result, a binary, a file the role does not
+    hold) and a template of a page are no launch: the clean project stays clean."""
+    tmp = _copy(tmp_path, "script")
+    role = tmp / "script" / "roles" / "vllm_script"
+    (role / "files").mkdir()
+    (role / "files" / "model.bin").write_bytes(b"\x00\xff\xfe")
+    (role / "templates" / "index.html.j2").write_text("<p>{{ vllm_pd_role }}'s engine: vllm serve</p>\n")
+    tasks = role / "tasks" / "main.yml"
+    tasks.write_text(tasks.read_text() + (
+        "\n- name: weights\n  ansible.builtin.copy: {src: model.bin, dest: /opt/model.bin}\n"
+        "- name: elsewhere\n  ansible.builtin.copy: {src: missing.conf, dest: /etc/missing.conf}\n"
+        "- name: config\n  ansible.builtin.copy:\n    dest: /etc/vllm/probe.json\n"
+        "    content: \"{{ probe.stdout }}\"\n"
+        "- name: page\n  ansible.builtin.template: {src: index.html.j2, dest: /var/www/index.html}\n"))
+    assert _run(tmp, "script", monkeypatch) == (0, [])
+
+
+def test_unclosed_quote_in_a_script_is_an_error_at_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp = _copy(tmp_path, "copy-script")
+    script = "copy-script/roles/vllm_decode/files/serve.sh"
+    _edit(tmp, script, "--port 8000", "--port '8000")
+    code, found = _run(tmp, "copy-script", monkeypatch)
+    assert code == 1
+    invalid = [f for f in found if f["rule"] == "vllm-args[invalid]"]
+    assert [(f["message"], where(f), f["hosts"]) for f in invalid] == [
+        (f"{script}: unbalanced single quote: a shell would not run this command line",
+         line_of(tmp, script, "exec python3"), ["mi-d01"])]  # the command's first line

@@ -58,6 +58,8 @@ def started(hv: HostVars, play: Play, role: Role, launch: Launch,
     found = scope(hv, play, role)
     variables = {**found.values, **magic(hv, play, role, groups)}
     source = read_text(launch.source)
+    if source is None and launch.module == "copy":
+        return [], []  # a copy of a file not in the role's files/, or not text: no launch pdlint reads
     if source is None:
         return [], [unresolved(hv, launch.origin, f"template {display_path(launch.source)} cannot be read")]
     items: list[Any] = [None]
@@ -123,7 +125,7 @@ def _one(hv: HostVars, found: Scope, variables: Mapping[str, Any], launch: Launc
     try:
         got = written.read(launch, source, variables, found.origins, dest)
     except unit.Unreadable as exc:
-        what = "ExecStart=" if launch.module == "template" and "ExecStart" in source else display_path(launch.source)
+        what = "ExecStart=" if exc.kind == "unit" else display_path(launch.source)
         runs = "systemd" if what == "ExecStart=" else "a shell"
         return [_engine(hv, found, variables, None, launch.origin, dest)], [
             Finding(exc.origin, "vllm-args[invalid]", "error", f"{what}: {exc}: {runs} would not run this "

@@ -4,7 +4,8 @@ Dynamo's worker), with what the script exported before it as the engine's env.
 Lines are joined at a trailing backslash and at a quote left open (a JSON value over several lines), comments and
 blank lines skipped. `export NAME=value` (or `NAME=value` then `export NAME`) before the line is the engine's env;
 a plain `NAME=value` line is a shell variable, not the engine's (the shell passes only exported ones), but `$NAME`
-in the line reads it. The line's own words go to the rules as they are (`exec`, `&&`, `NAME=value vllm serve`,
+in the line reads it, as does `export NAME="$OTHER"`. An export of another expansion (`PATH=$PATH:/opt`) is not
+the engine's env pdlint checks. The line's own words go to the rules as they are (`exec`, `&&`, `NAME=value vllm serve`,
 redirections: the `vllm_args` reader, launch/shell.py, picks the command that starts vLLM). An expansion the
 script does not set (`$MODEL` from the GPU host's environment) cannot be read statically: unresolved.
 """
@@ -81,8 +82,14 @@ def read(rendered: Rendered, source: str, origins: Mapping[str, Origin], cursor:
             shell.update({w.text.split("=", 1)[0]: w for w, _k in found})
         elif first == "export":
             for word, kind in found[1:]:
+                name, _eq, value = word.text.partition("=")
+                read = _READ.match(value)
                 if kind == "assign":
-                    exported[word.text.split("=", 1)[0]] = shell[word.text.split("=", 1)[0]] = word
+                    exported[name] = shell[name] = word
+                elif _eq and read and (read.group(1) or read.group(2)) in shell:  # NAME="$OTHER": its value
+                    given = shell[read.group(1) or read.group(2)]
+                    exported[name] = shell[name] = Word(f"{name}={given.text.split('=', 1)[1]}", given.origin,
+                                                        given.from_variable, given.variable, given.via)
                 elif _NAME.match(word.text) and word.text in shell:
                     exported[word.text] = shell[word.text]
         elif first == "unset":

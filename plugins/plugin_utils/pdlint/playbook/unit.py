@@ -46,6 +46,7 @@ class Unreadable(Exception):
     def __init__(self, message: str, origin: Origin) -> None:
         super().__init__(message)
         self.origin = origin
+        self.kind = ""  # the file's kind (written.py), once known: "unit" says ExecStart=
 
 
 def logical(text: str) -> list[tuple[str, list[int]]]:
