@@ -67,3 +67,19 @@ def test_undecided_condition_is_taken_as_run(condition: str, reason: str, tmp_pa
     assert [(f["message"], where(f), f["hosts"]) for f in undecided] == [
         (f"the `when: {condition}` of role vllm is not decided statically ({reason}): pdlint takes it as run",
          line_of(tmp, "site.yml", condition), ["d1", "p1"])]
+
+
+def test_role_entry_condition_binds_its_dependencies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`roles: [{role: side, when: ...}]` whose meta dependency is the launching role: the condition is the
+    dependency's too, so each side's entry launches on its own hosts only."""
+    site = [{"hosts": "prefill:decode", "gather_facts": False, "roles": [
+        {"role": "prefill_side", "when": "'prefill' in group_names"},
+        {"role": "decode_side", "when": "'decode' in group_names"}]}]
+    extra = {"roles/prefill_side/meta/main.yml": "dependencies:\n  - {role: vllm, tp: 4}\n",
+             "roles/decode_side/meta/main.yml": "dependencies:\n  - {role: vllm, tp: 6}\n"}
+    tmp = project(tmp_path, site=site, extra=extra, **MODEL)
+    code, found = run(tmp, monkeypatch)
+    assert code == 1
+    assert not [f for f in found if f["rule"] == "unresolved"], found
+    assert [(f["rule"], f["message"], where(f)) for f in found if f["rule"].startswith("tp-ratio")] == [
+        ("tp-ratio[moriio]", RATIO, line_of(tmp, "roles/decode_side/meta/main.yml", "6"))]
