@@ -101,7 +101,7 @@ class _Reader:
 
     def _origin(self, node: yaml.Node) -> Origin:
         saved = self.tracer.cursor
-        found = self.tracer.literal(str(getattr(node, "value", "")).split(" ")[0])
+        found = self.tracer.literal(str(getattr(node, "value", "")).split(" ", maxsplit=1)[0])
         self.tracer.cursor = saved
         return found
 

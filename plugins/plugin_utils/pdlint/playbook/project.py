@@ -168,8 +168,8 @@ def _launches(loader: Any, role_path: str) -> tuple[Launch, ...]:
         for module in COPY_MODULES:
             args = task.get(module)
             if isinstance(args, Mapping) and isinstance(args.get("content"), str):
-                found.append(Launch("copy", tasks_file, origin, args.get("dest"), loop, loop_var, args["content"],
-                                     when))
+                content = args["content"]
+                found.append(Launch("copy", tasks_file, origin, args.get("dest"), loop, loop_var, content, when))
             elif isinstance(args, Mapping) and isinstance(args.get("src"), str):
                 source = os.path.join(role_path, "files", str(args["src"]))
                 found.append(Launch("copy", source, origin, args.get("dest"), loop, loop_var, when=when))
