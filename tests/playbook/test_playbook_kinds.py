@@ -175,3 +175,19 @@ def test_unclosed_quote_in_a_script_is_an_error_at_its_line(tmp_path: Path, monk
     assert [(f["message"], where(f), f["hosts"]) for f in invalid] == [
         (f"{script}: unbalanced single quote: a shell would not run this command line",
          line_of(tmp, script, "exec python3"), ["mi-d01"])]  # the command's first line
+
+
+@pytest.mark.parametrize("launcher", ["python3 -m dynamo.vllm --model", "python -m vllm.entrypoints.openai.api_server "
+                                      "--model", "/opt/vllm/bin/vllm serve"])
+def test_each_launcher_in_a_script(launcher: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dynamo's worker and the api_server module are read as vllm serve is (Dynamo's worker takes no --port)."""
+    tmp = _copy(tmp_path, "script")
+    template = "script/roles/vllm_script/templates/serve.sh.j2"
+    _edit(tmp, template, "/opt/vllm/bin/vllm serve", launcher)
+    _edit(tmp, template, "    --port {{ vllm_port }} \\\n", "")
+    assert _run(tmp, "script", monkeypatch) == (0, [])
+    _edit(tmp, "script/site.yml", "tp: 4", "tp: 6")
+    _edit(tmp, "script/site.yml", "tp: 6", "tp: 4", 1)  # the prefill play's back to 4
+    _code, found = _run(tmp, "script", monkeypatch)
+    assert [(f["rule"], f["message"], where(f)) for f in found if f["rule"] == "tp-ratio[moriio]"] == [
+        ("tp-ratio[moriio]", RATIO, "script/site.yml:13:9")]
