@@ -296,7 +296,7 @@ def test_an_edit_that_keeps_the_stat_is_seen(cached: Path, tmp_path: Path, capsy
                                            for p, m, s, mt, ct, i, d in found]
 
     monkeypatch.setattr(runs.fingerprints, "fingerprints", coarse)
-    monkeypatch.setattr(runs, "RACY_NS", 10**12)  # every file counts as recent however slow this machine is
+    monkeypatch.setattr(fingerprints, "RACY_NS", 10**12)  # every file counts as recent however slow this machine is
     inv = _inventory(tmp_path, {"a": 4})
     clean = _run(inv, capsys)
     path = inv / "group_vars" / "a_decode.yml"
