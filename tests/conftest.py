@@ -49,7 +49,7 @@ def lint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lint:
         fast_hosts = select.load(source, loader="fast", notes=fast_notes, note=fell_back.append)
         if not fell_back:
             assert fast_hosts == hosts and sorted(fast_notes) == sorted(notes)
-        return sorted(notes + engine.check(hosts))
+        return sorted(notes + engine.lint(hosts).findings)
 
     return run
 

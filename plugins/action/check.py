@@ -92,7 +92,7 @@ class ActionModule(ActionBase):
         # what the config file's `variables:` mapping reads is kept beside pdlint's names, as the CLI keeps it
         kept = keep_names(config.variables) | (playbook.names_read(project) if project is not None else frozenset())
         loaded = tagged.from_play(hostvars, hosts, kept)
-        launched = playbook.apply(loaded, project) if project is not None else None
+        launched = playbook.apply(loaded, project, args["allow_lookups"]) if project is not None else None
         if launched is not None:  # the hosts as the playbook launches them, as the CLI's --playbook
             loaded = launched.hosts
         sources = list(task_vars.get("ansible_inventory_sources") or [])

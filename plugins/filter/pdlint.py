@@ -30,7 +30,7 @@ def findings(hostvars: Any, hosts: list[str]) -> list[dict[str, Any]]:
     problem = requires.missing()
     if problem:
         raise AnsibleFilterError(problem)
-    return [f.as_dict() for f in engine.check(tagged.from_play(hostvars, hosts))]
+    return [f.as_dict() for f in engine.lint(tagged.from_play(hostvars, hosts)).findings]
 
 
 def explain(hostvars: Any, hosts: list[str], format: str = "json") -> Any:  # `format`: the CLI option name
@@ -41,7 +41,8 @@ def explain(hostvars: Any, hosts: list[str], format: str = "json") -> Any:  # `f
     if format not in FORMATS:
         raise AnsibleFilterError(f"pdlint.topology.explain: format must be one of {', '.join(sorted(FORMATS))}")
     loaded = tagged.from_play(hostvars, hosts)
-    found, topology = engine.run(loaded)
+    result = engine.lint(loaded)
+    found, topology = result.findings, result.topology
     model = compute.explain(topology, found, loaded)
     return as_json.as_dict(model) if format == "json" else FORMATS[format](model, False)
 

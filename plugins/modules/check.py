@@ -49,6 +49,12 @@ options:
         as the CLI's C(--playbook) reads it (nothing runs); each launch line is rendered per host and linted as
         the command line. Default the I(config) file's C(playbook), else none.
     type: path
+  allow_lookups:
+    description:
+      - Render the lookups in the I(playbook)'s plays and launch templates (as the CLI's C(--allow-lookups));
+        without it they are C(unresolved). The play's own host variables are Ansible's, already rendered.
+    type: bool
+    default: false
   explain_html:
     description:
       - Also write C(pdlint explain)'s HTML report of the checked hosts (engines, GPUs, rank maps, ports, the

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from edits import apply_edit
 
 from pdlint.cli import main
 from pdlint.cache import store
@@ -235,33 +236,11 @@ _EDITS = st.lists(st.one_of(
     st.tuples(st.just("value"), st.sampled_from(["a", "b"]), st.sampled_from([1, 2, 3, 4, 6, 8])),
     st.tuples(st.just("same-size"), st.sampled_from(["a", "b"]), st.sampled_from([1, 2, 4, 8])),
     st.tuples(st.just("add-host-vars"), st.sampled_from(["a-decode-0", "b-prefill-1"]),
-              st.sampled_from([8000, 8001, "'5600'"])),
+              st.sampled_from(["vllm_port: 8000\n", "vllm_port: 8001\n", "vllm_port: '5600'\n"])),
     st.tuples(st.just("remove-host-vars"), st.sampled_from(["a-decode-0", "b-prefill-1"]), st.none()),
     st.tuples(st.just("rename-group"), st.sampled_from(["a", "b"]), st.sampled_from(["c", "d"])),
     st.tuples(st.just("touch"), st.sampled_from(["hosts.yml", "group_vars/all.yml"]), st.none()),
 ), min_size=1, max_size=6)
-
-
-def _apply(inv: Path, edit: tuple[str, str, object]) -> None:
-    kind, target, arg = edit
-    if kind in ("value", "same-size"):
-        files = sorted((inv / "group_vars").glob(f"*{target}_decode.yml"))
-        for path in files:  # same-size: one digit for another, so size (and maybe mtime) stay the same
-            path.write_text(re.sub(r"tensor_parallel_size: \d+", f"tensor_parallel_size: {arg}", path.read_text()))
-    elif kind == "add-host-vars":
-        (inv / "host_vars" / f"{target}.yml").write_text(f"vllm_port: {arg}\n")
-    elif kind == "remove-host-vars":
-        (inv / "host_vars" / f"{target}.yml").unlink(missing_ok=True)
-    elif kind == "rename-group":
-        text = (inv / "hosts.yml").read_text()
-        if f"    {target}:" not in text or f"    {arg}:" in text:
-            return
-        (inv / "hosts.yml").write_text(re.sub(rf"\b{target}(_prefill|_decode)?:", rf"{arg}\1:", text))
-        for suffix in ("", "_prefill", "_decode"):
-            path = inv / "group_vars" / f"{target}{suffix}.yml"
-            path.rename(path.with_name(f"{arg}{suffix}.yml"))
-    elif kind == "touch":
-        os.utime(inv / target)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -275,7 +254,7 @@ def test_cached_equals_uncached_over_random_edits(edits, tmp_path: Path, capsys,
     inv = _inventory(base, {"a": 4, "b": 8})
     assert _run(inv, capsys) == _run(inv, capsys, "--no-cache")
     for edit in edits:
-        _apply(inv, edit)
+        apply_edit(inv, edit)
         cached_first = _run(inv, capsys)
         assert cached_first == _run(inv, capsys, "--no-cache"), edit
         assert _run(inv, capsys) == cached_first, edit  # and again, from the entry just written
@@ -296,7 +275,7 @@ def test_an_edit_that_keeps_the_stat_is_seen(cached: Path, tmp_path: Path, capsy
                                            for p, m, s, mt, ct, i, d in found]
 
     monkeypatch.setattr(runs.fingerprints, "fingerprints", coarse)
-    monkeypatch.setattr(runs, "RACY_NS", 10**12)  # every file counts as recent however slow this machine is
+    monkeypatch.setattr(fingerprints, "RACY_NS", 10**12)  # every file counts as recent however slow this machine is
     inv = _inventory(tmp_path, {"a": 4})
     clean = _run(inv, capsys)
     path = inv / "group_vars" / "a_decode.yml"

@@ -706,7 +706,7 @@ def test_a_racily_clean_edit_to_a_group_vars_file_is_seen(fleet: _Fleet, spy: _S
         return None if found is None else [(p, m, s, mt, 0, i, d) for p, m, s, mt, _, i, d in found]
 
     monkeypatch.setattr(runs.fingerprints, "fingerprints", no_ctime)
-    monkeypatch.setattr(runs, "RACY_NS", 10**12)  # every file counts as recent however slow this machine is
+    monkeypatch.setattr(fingerprints, "RACY_NS", 10**12)  # every file counts as recent however slow this machine is
     clean = fleet.cached()
     path = fleet.inv / "group_vars" / "d2_decode.yml"
     before = os.stat(path)

@@ -316,3 +316,67 @@ def test_the_play_reads_the_same_config_json_as_the_cli(collections: Path, tmp_p
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))  # the CLI's subprocess inherits it
     cli = [f for f in cli_json(inventory / "hosts.yml") if not f["suppressed"]]
     assert keyed(from_play, False) == keyed(cli, False)
+
+
+@pytest.mark.parametrize("kind", ["script", "compose", "copy-unit", "copy-script"])
+def test_playbook_launch_kinds_agree_in_cli_and_play(collections: Path, tmp_path: Path, kind: str) -> None:
+    """The check module's `playbook:` reads each launch kind as the CLI's --playbook (tests/fixtures/playbook): the
+    seed's mistake, decode TP 6, at the same place in both."""
+    import shutil
+
+    fixtures = ROOT / "tests" / "fixtures" / "playbook"
+    shutil.copytree(fixtures / "inventory", tmp_path / "inventory")
+    shutil.copytree(fixtures / kind, tmp_path / kind)
+    if kind == "copy-script":
+        script = tmp_path / kind / "roles" / "vllm_decode" / "files" / "serve.sh"
+        script.write_text(script.read_text().replace("--tensor-parallel-size 4", "--tensor-parallel-size 6"))
+    else:
+        site = tmp_path / kind / "site.yml"
+        lines = site.read_text().splitlines()
+        lines[12] = lines[12].replace("tp: 4", "tp: 6")
+        site.write_text("\n".join(lines) + "\n")
+    report = REPORT.replace("fail_on: warning%s", f'fail_on: warning, playbook: "{tmp_path / kind / "site.yml"}"')
+    proc = play(collections, report, str(tmp_path / "inventory"), tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from_play = json.loads((tmp_path / "play.json").read_text())["findings"]
+    cli = cli_json(tmp_path / "inventory", "--playbook", str(tmp_path / kind / "site.yml"))
+    # the play runs in tmp_path, the CLI here: each file as an absolute path
+    placed = {(f["rule"], f["message"], os.path.abspath(f["file"]), f["line"], f["column"]) for f in cli}
+    assert {(f["rule"], f["message"], os.path.join(tmp_path, f["file"]), f["line"], f["column"])
+            for f in from_play} == placed
+    assert ("tp-ratio[moriio]", "decode TP 6 is not a multiple of prefill TP 4 (MoRIIO needs 6/4 acks)") in {
+        (r, m) for r, m, *_ in placed}
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_playbook_lookups_only_with_allow_lookups(collections: Path, tmp_path: Path, allowed: bool,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check module's allow_lookups renders the playbook's lookups as the CLI's --allow-lookups: off, the play
+    var that reads one is unresolved at the launch task; on, its decode TP 6 is the seed's mistake at that var."""
+    import shutil
+
+    fixtures = ROOT / "tests" / "fixtures" / "playbook"
+    shutil.copytree(fixtures / "inventory", tmp_path / "inventory")
+    shutil.copytree(fixtures / "compose", tmp_path / "compose")
+    site = tmp_path / "compose" / "site.yml"
+    lines = site.read_text().splitlines()
+    assert lines[12] == "    tp: 4"
+    lines[12] = "    tp: \"{{ lookup('env', 'PDLINT_TEST_DECODE_TP') }}\""
+    site.write_text("\n".join(lines) + "\n")
+    option = ", allow_lookups: true" if allowed else ""
+    report = REPORT.replace("fail_on: warning%s", f'fail_on: warning, playbook: "{site}"{option}')
+    monkeypatch.setenv("PDLINT_TEST_DECODE_TP", "6")  # for the play and the CLI alike
+    proc = play(collections, report, str(tmp_path / "inventory"), tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from_play = json.loads((tmp_path / "play.json").read_text())["findings"]
+    monkeypatch.chdir(tmp_path)  # where the play ran: the messages name the template relative to it
+    cli = cli_json(tmp_path / "inventory", "--playbook", str(site), *(["--allow-lookups"] if allowed else []))
+    placed = {(f["rule"], f["message"], os.path.abspath(f["file"]), f["line"], f["column"]) for f in cli}
+    assert {(f["rule"], f["message"], os.path.join(tmp_path, f["file"]), f["line"], f["column"])
+            for f in from_play} == placed
+    rules = {r for r, *_ in placed}
+    if allowed:
+        assert ("tp-ratio[moriio]", "decode TP 6 is not a multiple of prefill TP 4 (MoRIIO needs 6/4 acks)",
+                str(site), 13, 9) in placed
+    else:
+        assert "tp-ratio[moriio]" not in rules and "unresolved" in rules

@@ -75,7 +75,7 @@ def test_the_pair_rules_memo_is_the_topologys_own() -> None:
     from pdlint.engine import core
     from pdlint.rules.pair.pairs import memo_of
 
-    first = core.run(_hosts(6))[1]
-    second = core.run(_hosts(4))[1]
+    first = core.lint(_hosts(6)).topology
+    second = core.lint(_hosts(4)).topology
     assert memo_of(first) is first.rule_memo and memo_of(second) is second.rule_memo
     assert memo_of(first) is not memo_of(second) and memo_of(first)  # the first check's blocks are still its own

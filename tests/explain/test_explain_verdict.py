@@ -60,7 +60,8 @@ def _mismatch_hosts() -> dict[str, dict[str, Any]]:
 def _grid(path: Path, hosts: dict[str, dict[str, Any]]) -> tuple[list[Finding], Explanation]:
     path.write_text(yaml.safe_dump({"all": {"hosts": hosts}}, sort_keys=False), encoding="utf-8")
     loaded = select.load([str(path)], loader="fast")
-    found, topology = engine.run(loaded)
+    result = engine.lint(loaded)
+    found, topology = result.findings, result.topology
     return found, explain(topology, found, loaded)
 
 

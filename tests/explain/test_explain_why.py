@@ -73,7 +73,8 @@ def grid(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Finding], dict[
     # block YAML: each value has its own line, so the two sides' findings keep their own origins (no merging)
     path.write_text(yaml.safe_dump({"all": {"hosts": hosts}}, sort_keys=False), encoding="utf-8")
     loaded = select.load([str(path)], loader="fast")
-    found, topology = engine.run(loaded)
+    result = engine.lint(loaded)
+    found, topology = result.findings, result.topology
     expl = explain(topology, found, loaded)
     pairs = {dep.name: dep.pairs[0] for dep in expl.deployments}
     return found, pairs

@@ -49,7 +49,7 @@ sys.modules.pop("pdlint", None)
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine import core as engine
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.reference import loader as reference
 assert engine.__file__.startswith({str(dest)!r}), engine.__file__
-found = engine.check(reference.load([{str(ROOT / 'examples' / 'inventory')!r}]))
+found = engine.lint(reference.load([{str(ROOT / 'examples' / 'inventory')!r}])).findings
 print(sorted({{f.rule for f in found}}))
 """
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path)

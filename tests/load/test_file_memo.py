@@ -11,7 +11,6 @@ fast loader's Inventory instead of parsing it again); a damaged bundle on disk i
 from __future__ import annotations
 
 import os
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from edits import apply_edit
 
 from pdlint.cache import filememo, store
 from pdlint.load.preflight import guard
@@ -74,26 +74,10 @@ _EDITS = st.lists(st.one_of(
 
 
 def _apply(inv: Path, edit: tuple[str, str, Any], overlay: dict[str, str]) -> None:
+    if apply_edit(inv, edit):
+        return
     kind, target, arg = edit
-    if kind in ("value", "same-size"):
-        for path in sorted((inv / "group_vars").glob(f"*{target}_decode.yml")):
-            path.write_text(re.sub(r"tensor_parallel_size: \d+", f"tensor_parallel_size: {arg}", path.read_text()))
-    elif kind == "add-host-vars":
-        (inv / "host_vars" / f"{target}.yml").write_text(arg)
-    elif kind == "remove-host-vars":
-        (inv / "host_vars" / f"{target}.yml").unlink(missing_ok=True)
-    elif kind == "rename-group":
-        text = (inv / "hosts.yml").read_text()
-        if f"    {target}:" not in text or f"    {arg}:" in text:
-            return
-        (inv / "hosts.yml").write_text(re.sub(rf"\b{target}(_prefill|_decode)?:", rf"{arg}\1:", text))
-        for suffix in ("", "_prefill", "_decode"):
-            path = inv / "group_vars" / f"{target}{suffix}.yml"
-            if path.exists():
-                path.rename(path.with_name(f"{arg}{suffix}.yml"))
-    elif kind == "touch":
-        os.utime(inv / target)
-    elif kind == "broken":  # appended, then taken back by the next edit of the same kind half the time
+    if kind == "broken":  # appended, then taken back by the next edit of the same kind half the time
         path = inv / target
         text = path.read_text()
         path.write_text(text[: -len(arg)] if text.endswith(arg) else text + arg)

@@ -18,7 +18,7 @@ def inv(tmp_path: Path) -> Path:
 
 
 def rules(hosts: list) -> list[str]:
-    return sorted(f.rule for f in engine.check(hosts))
+    return sorted(f.rule for f in engine.lint(hosts).findings)
 
 
 def test_overlay_text_replaces_the_file_and_the_file_stays_as_it_was(inv: Path) -> None:

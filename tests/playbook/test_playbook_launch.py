@@ -333,3 +333,25 @@ def test_role_reached_by_a_task_or_a_dependency_is_launched(how: str, tmp_path: 
     assert code == 1 and len(ratio) == 1, found
     assert ratio[0]["message"].startswith("prefill TP 8 is not a multiple of decode TP 3")
     assert where(ratio[0]) == line_of(tmp, file, "3")
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_allow_lookups_renders_the_playbooks_lookups(allowed: bool, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A play var that reads a lookup is refused (unresolved at the task) unless --allow-lookups, which renders it as
+    the inventory's lookups are rendered: then decode TP 6 is found at the play var that reads it."""
+    monkeypatch.setenv("PDLINT_TEST_DECODE_TP", "6")
+    site = [{"hosts": "prefill", "roles": ["vllm"]},
+            {"hosts": "decode", "vars": {"tp": "{{ lookup('env', 'PDLINT_TEST_DECODE_TP') }}"}, "roles": ["vllm"]}]
+    tmp = project(tmp_path, site=site, connector="MoRIIOConnector", defaults={"model": "deepseek-ai/DeepSeek-V3"})
+    code, found = run(tmp, monkeypatch, *(["--allow-lookups"] if allowed else []))
+    if not allowed:
+        assert code == 0
+        assert {(f["rule"], where(f), tuple(f["hosts"])) for f in found} == {
+            ("unresolved", line_of(tmp, "roles/vllm/tasks/main.yml", "name: unit"), ("d1",))}
+        assert "lookups are disabled (pass --allow-lookups to render them)" in found[0]["message"]
+        return
+    assert code == 1
+    assert [(f["rule"], f["message"], where(f)) for f in found if f["rule"].startswith("tp-ratio")] == [
+        ("tp-ratio[moriio]", "decode TP 6 is not a multiple of prefill TP 4 (MoRIIO needs 6/4 acks)",
+         line_of(tmp, "site.yml", "'{{ lookup"))]  # the quoted scalar's start

@@ -30,19 +30,30 @@ LAYERS = ("defaults_b", "defaults_a", "group_all", "group_g", "host_vars", "play
           "vars_a", "entry_vars_a", "params_a", "entry_vars_b", "params_b")
 
 
-def _project(tmp: Path) -> list[str]:
-    names = [f"v_{'_'.join(c)}" for n in (1, 2) for c in itertools.combinations(LAYERS, n)]
-    layers: dict[str, dict[str, Any]] = {layer: {} for layer in LAYERS}
+def _layered(kinds: tuple[str, ...]) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """One variable per layer and per pair of layers, named for them, each layer setting it to the layer's name."""
+    names = [f"v_{'_'.join(c)}" for n in (1, 2) for c in itertools.combinations(kinds, n)]
+    layers: dict[str, dict[str, Any]] = {layer: {} for layer in kinds}
     for name in names:
-        for layer in LAYERS:
+        for layer in kinds:
             if f"_{layer}_" in f"_{name[2:]}_":
                 layers[layer][name] = layer
+    return names, layers
+
+
+def _debug(names: list[str]) -> str:
+    """A tasks file printing the role's name and every variable (UNSET where none is defined) as one JSON msg."""
+    shown = "{{ {'__role': role_name, " + ", ".join(f"'{n}': {n} | default('UNSET')" for n in names) + "} | to_json }}"
+    return yaml.safe_dump([{"ansible.builtin.debug": {"msg": shown}}])
+
+
+def _project(tmp: Path) -> list[str]:
+    names, layers = _layered(LAYERS)
     layers["defaults_a"]["lazy_source"] = "from defaults"
     layers["defaults_b"]["split"] = "first file"  # role_b's defaults are a main/ folder: the later file wins
     layers["play_vars"]["lazy"] = "{{ lazy_source }} via the play"  # rendered where it is read
     names += ["lazy", "split"]
-    shown = "{{ {'__role': role_name, " + ", ".join(f"'{n}': {n} | default('UNSET')" for n in names) + "} | to_json }}"
-    debug = yaml.safe_dump([{"ansible.builtin.debug": {"msg": shown}}])
+    debug = _debug(names)
 
     def role(entry: str) -> dict[str, Any]:
         return {"role": entry, "vars": layers[f"entry_vars_{entry[-1]}"], **layers[f"params_{entry[-1]}"]}
@@ -112,14 +123,8 @@ INCLUDED = ("defaults_a", "vars_a", "defaults_c", "vars_c", "params_c", "default
 def _included_project(tmp: Path) -> list[str]:
     """role_a (in `roles:`) depends on role_c (its meta file, with a param); the play's tasks include role_d and
     import role_e with task `vars:`, and include role_f under `when: false`."""
-    names = [f"v_{'_'.join(c)}" for n in (1, 2) for c in itertools.combinations(INCLUDED, n)]
-    layers: dict[str, dict[str, Any]] = {layer: {} for layer in INCLUDED}
-    for name in names:
-        for layer in INCLUDED:
-            if f"_{layer}_" in f"_{name[2:]}_":
-                layers[layer][name] = layer
-    shown = "{{ {'__role': role_name, " + ", ".join(f"'{n}': {n} | default('UNSET')" for n in names) + "} | to_json }}"
-    debug = yaml.safe_dump([{"ansible.builtin.debug": {"msg": shown}}])
+    names, layers = _layered(INCLUDED)
+    debug = _debug(names)
     site = [{"hosts": "g", "gather_facts": False, "vars": layers["play_vars"], "roles": ["role_a"],
              "tasks": [{"ansible.builtin.include_role": {"name": "role_d"}, "vars": layers["tvars_d"]},
                        {"import_role": {"name": "role_e"}, "vars": layers["tvars_e"]},

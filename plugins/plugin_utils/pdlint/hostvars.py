@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from .finding import UNKNOWN, Origin
@@ -71,6 +71,18 @@ def is_relevant(name: str, keep: frozenset[str] = frozenset()) -> bool:
     """Only these variables are read, kept and rendered: pdlint's, and keep (the names the config file's
     `variables:` mapping reads, launch/mapping.py reads_names())."""
     return name.startswith(("vllm_", "pdlint_")) or name in keep
+
+
+def leaves(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+    """(path, value) of each scalar inside value, a variable's mappings, lists and tuples walked, in order."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from leaves(item, (*path, key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from leaves(item, (*path, index))
+    else:
+        yield path, value
 
 
 def is_template(text: str) -> bool:

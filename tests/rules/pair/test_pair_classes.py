@@ -63,7 +63,8 @@ def test_5000_x_15000_hosts_with_values_of_their_own_are_judged_per_class(
 
     monkeypatch.setattr(pairs.families, "problems", counted)
     start = time.perf_counter()
-    found, topology = engine.run(select.load([str(tmp_path)], loader="fast"))
+    result = engine.lint(select.load([str(tmp_path)], loader="fast"))
+    found, topology = result.findings, result.topology
     took = time.perf_counter() - start
     # one prefill class x two decode classes (the float16 host): two Blocks, not 75 million pairs; the vllm layer
     # asked a few times (the two pairs, and the TP sizes the hints try), not once per host pair
@@ -143,10 +144,12 @@ def test_classes_judge_as_each_engine_pair_would(tmp_path: Path, monkeypatch: py
     key leaves out nothing a pair rule reads."""
     _mixed(tmp_path, seed)
     loaded = select.load([str(tmp_path)], loader="fast")
-    classes, topology = engine.run(loaded)
+    result = engine.lint(loaded)
+    classes, topology = result.findings, result.topology
     assert any(len(b.prefill) * len(b.decode) > 1 for group, *_judged in pairs.judged(topology) for b in group)
     monkeypatch.setattr(pairs, "pair_key", lambda inst: inst.label)  # every engine its own class
-    one_by_one, topology = engine.run(select.load([str(tmp_path)], loader="fast"))
+    result = engine.lint(select.load([str(tmp_path)], loader="fast"))
+    one_by_one, topology = result.findings, result.topology
     assert all(len(b.prefill) * len(b.decode) == 1 for group, *_judged in pairs.judged(topology) for b in group)
     assert [f.as_dict() for f in classes] == [f.as_dict() for f in one_by_one]
     assert any(f.rule.startswith(("tp-ratio[", "pd-mismatch[", "deployment[connector]")) for f in classes)

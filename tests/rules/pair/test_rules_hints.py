@@ -130,7 +130,7 @@ def test_every_hint_passes_every_check_once_applied(version: str, connector: str
                                                     gpus: int, layout: str) -> None:
     def findings(tp: dict[str, int]) -> list:
         hosts = _engines(version, connector, tp, _MODELS[model], gpus, layout == "colocated", layout == "shared")
-        return [f for f in engine.check(hosts) if f.rule.startswith(_ALL_TP)]
+        return [f for f in engine.lint(hosts).findings if f.rule.startswith(_ALL_TP)]
 
     tp = {"p": p, "d": p if layout == "shared" else d}  # one line gives both the same TP
     before = findings(tp)
@@ -156,7 +156,7 @@ def _owners(finding, host_of: dict[str, str]) -> set[str]:
 
 
 def _hints(hosts: list[HostVars], rule: str) -> list[tuple[tuple[str, ...], str | None]]:
-    return [(f.hosts, f.hint) for f in engine.check(hosts) if f.rule == rule]
+    return [(f.hosts, f.hint) for f in engine.lint(hosts).findings if f.rule == rule]
 
 
 def test_hint_leaves_room_for_the_nodes_other_engines() -> None:

@@ -19,7 +19,7 @@ def check(hosts: Hosts, **common: Any) -> list[Finding]:
     for name, own in hosts.items():
         values = {"vllm_pd_deployment": "dep", **{f"vllm_{k}": v for k, v in {**common, **own}.items()}}
         built.append(HostVars(name, values))
-    return engine.check(built)
+    return engine.lint(built).findings
 
 
 def inventory(hosts: Hosts, **common: Any) -> str:

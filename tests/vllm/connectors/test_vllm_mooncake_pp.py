@@ -113,7 +113,7 @@ def _hosts(release: Release, p_pp: int, d_pp: int, dp: int) -> list[HostVars]:
 
 
 def _pp_findings(release: Release, p_pp: int, d_pp: int, dp: int) -> list[Any]:
-    return [f for f in engine.check(_hosts(release, p_pp, d_pp, dp)) if f.rule == "tp-ratio[mooncake]"
+    return [f for f in engine.lint(_hosts(release, p_pp, d_pp, dp)).findings if f.rule == "tp-ratio[mooncake]"
             and "PP" in f.message]
 
 

@@ -61,7 +61,7 @@ def _hosts(release: Release, dp: int, tp: int, pp: int) -> list[HostVars]:
 def test_moriio_workers_of_one_engine_share_no_port(release: Release) -> None:
     wrong = []
     for dp, tp, pp in itertools.product((1, 2, 4), (1, 2, 4), (1, 2)):
-        found = [f for f in engine.check(_hosts(release, dp, tp, pp)) if f.rule == "port[collision]"
+        found = [f for f in engine.lint(_hosts(release, dp, tp, pp)).findings if f.rule == "port[collision]"
                  and "MoRIIO handshake" in f.message and "the same instance" in f.message]
         if bool(found) != vllm_collides(release, dp, tp, pp):
             wrong.append((dp, tp, pp, [f.message for f in found]))

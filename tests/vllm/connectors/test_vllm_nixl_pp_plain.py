@@ -227,7 +227,7 @@ def _grid(release: Release) -> Any:
 def test_nixl_pp_on_real_layer_mixes(release: Release) -> None:
     wrong, cases = [], 0
     for model, connector, p, d, tp, dp, disable in _grid(release):
-        found = engine.check(_hosts(release, connector, model, (p, d), tp, dp, disable))
+        found = engine.lint(_hosts(release, connector, model, (p, d), tp, dp, disable)).findings
         rejected = False
         for host, pp in (("p", p[0]), ("d", d[0])):
             theirs = vllm_rejects_at_start(release, pp, tp)
@@ -249,9 +249,9 @@ def test_pull_with_prefill_pp_fails_from_0_29_too() -> None:
     llama = "meta-llama/Llama-3.1-8B-Instruct"
     for version in ("0.29.0", "0.33.0"):
         assert asked(R(version), 2, 1) == {0, 1} and vllm_pull_fails(R(version), llama, (2, None), (1, None), 1)
-        found = engine.check(_hosts(R(version), "NixlConnector", llama, ((2, None), (1, None)), 1, 1, None))
+        found = engine.lint(_hosts(R(version), "NixlConnector", llama, ((2, None), (1, None)), 1, 1, None)).findings
         assert any("Number of KV layers must match" in m for m in _pp(found, "p")), found
-        push = engine.check(_hosts(R(version), "NixlPushConnector", llama, ((2, None), (1, None)), 1, 1, None))
+        push = engine.lint(_hosts(R(version), "NixlPushConnector", llama, ((2, None), (1, None)), 1, 1, None)).findings
         assert not _pp(push, "p")
 
 
@@ -261,8 +261,8 @@ def test_equal_pp_on_an_odd_model_fails_the_assert_up_to_0_22() -> None:
     assert asked(release, 2, 2) == {1}
     assert vllm_pull_fails(release, "deepseek-ai/DeepSeek-V3", (2, None), (2, None), 2)
     assert not vllm_pull_fails(release, "meta-llama/Llama-3.1-8B-Instruct", (2, None), (2, None), 2)
-    found = engine.check(_hosts(release, "NixlConnector", "deepseek-ai/DeepSeek-V3", ((2, None), (2, None)), 2, 1,
-                                None))
+    found = engine.lint(_hosts(release, "NixlConnector", "deepseek-ai/DeepSeek-V3", ((2, None), (2, None)), 2, 1,
+                                None)).findings
     assert any("AssertionError" in m and "31" in m for m in _pp(found, "p")), found
 
 

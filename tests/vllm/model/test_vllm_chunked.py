@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import vllm_source
-from test_vllm_hma import _connectors, _instance, _Log, _statements, hma_classes
+from test_vllm_hma import _connectors, _instance, _Log, post_init
 
 from pdlint.topology.types import Instance
 from pdlint.vllm.model import chunked, hma, layers as model_layers
@@ -67,21 +67,7 @@ class _Envs:
 
 @functools.cache
 def _resolver(release: Release) -> Any:
-    fn = ast.parse("def resolve(self, envs):\n    pass").body[0]
-    assert isinstance(fn, ast.FunctionDef)
-    fn.body = _statements(release) or [ast.Pass()]
-    supported = hma_classes(release)
-    factory = types.SimpleNamespace(get_connector_class=lambda ktc: type(ktc.kv_connector, (), {}))
-    env = {"supports_hma": lambda cls: cls.__name__ in supported, "KVConnectorFactory": factory}
-    if vllm_source.has(ROOTS[release], f"{vllm_source.KV}/factory.py", "supports_hma_config", "KVConnectorFactory"):
-        lifted = vllm_source.lift(ROOTS[release], f"{vllm_source.KV}/factory.py", {"supports_hma_config"},
-                                  "KVConnectorFactory", env)
-        factory.supports_hma_config = lambda ktc: lifted["supports_hma_config"](factory, ktc)
-    namespace = {**env, "logger": _Log(), "current_platform": types.SimpleNamespace(
-        is_cuda=lambda: True, is_rocm=lambda: False, support_hybrid_kv_cache=lambda: True)}
-    exec(compile(ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[])), str(release), "exec"),  # noqa: S102
-         namespace)
-    return namespace["resolve"]
+    return post_init(release, "self, envs")
 
 
 def vllm_hma(release: Release, connector: str | None, disable: bool | None, chunk: int | None,

@@ -57,9 +57,11 @@ def _statements(release: Release) -> list[ast.stmt]:
     return [_NoImports().visit(s) for s in init.body if "hybrid_kv_cache_manager" in ast.unparse(s)]
 
 
-@functools.cache
-def _resolver(release: Release) -> Any:
-    fn = ast.parse("def resolve(self):\n    pass").body[0]
+def post_init(release: Release, signature: str, **names: Any) -> Any:
+    """The release's __post_init__ statements on HMA as a function `resolve(signature)`, run with its own
+    KVConnectorFactory.supports_hma_config where it has one (else supports_hma by connector class), a logger that
+    drops everything, a CUDA platform, and names."""
+    fn = ast.parse(f"def resolve({signature}):\n    pass").body[0]
     assert isinstance(fn, ast.FunctionDef)
     fn.body = _statements(release) or [ast.Pass()]
     supported = hma_classes(release)
@@ -69,13 +71,17 @@ def _resolver(release: Release) -> Any:
         lifted = vllm_source.lift(ROOTS[release], f"{vllm_source.KV}/factory.py", {"supports_hma_config"},
                                   "KVConnectorFactory", env)
         factory.supports_hma_config = lambda ktc: lifted["supports_hma_config"](factory, ktc)
-    namespace = {**env, "logger": _Log(), "envs": types.SimpleNamespace(
-        VLLM_USE_V1=True, VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=False),
-        "current_platform": types.SimpleNamespace(is_cuda=lambda: True, is_rocm=lambda: False,
-                                                  support_hybrid_kv_cache=lambda: True)}
+    namespace = {**env, "logger": _Log(), "current_platform": types.SimpleNamespace(
+        is_cuda=lambda: True, is_rocm=lambda: False, support_hybrid_kv_cache=lambda: True), **names}
     exec(compile(ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[])), str(release), "exec"),  # noqa: S102
          namespace)
     return namespace["resolve"]
+
+
+@functools.cache
+def _resolver(release: Release) -> Any:
+    return post_init(release, "self", envs=types.SimpleNamespace(
+        VLLM_USE_V1=True, VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=False))
 
 
 def vllm_hma(release: Release, connector: str, disable: bool | None) -> bool | str:

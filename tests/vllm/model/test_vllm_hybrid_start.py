@@ -207,7 +207,7 @@ def pdlint_fails(hosts: list[HostVars], kind: str) -> bool:
     said = {"mamba": "Mamba", "sliding": "sliding-window"}.get(kind)
     return any(f.rule in START_RULES and "p" in f.hosts and said is not None and said in f.message and
                ("does not start" in f.message or "raises" in f.message or "MoRIIOError" in f.message)
-               for f in engine.check(hosts))
+               for f in engine.lint(hosts).findings)
 
 
 def _grid(release: Release) -> list[tuple[str, str, bool | None, bool, str | None]]:
@@ -240,7 +240,7 @@ def test_the_ds_hint_passes(release: Release) -> None:
     for connector, kind, disable, read, layout in _grid(release):
         if kind != "mamba" or layout == "DS":
             continue
-        found = [f for f in engine.check(_hosts(release, connector, kind, disable, read, layout))
+        found = [f for f in engine.lint(_hosts(release, connector, kind, disable, read, layout)).findings
                  if "VLLM_SSM_CONV_STATE_LAYOUT" in f.message and "p" in f.hosts]
         if found:
             assert "VLLM_SSM_CONV_STATE_LAYOUT: DS" in (found[0].hint or ""), found[0]

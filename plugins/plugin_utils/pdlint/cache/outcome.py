@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..finding import Finding
+from ..load.preflight import fingerprints
+from ..load.preflight.fingerprints import Stat
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,15 +27,9 @@ class Outcome:
     state: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
-def stamp(path: str | os.PathLike[str] | None) -> tuple[str, int, int, int, int] | None:
-    """A file a result depends on besides the inventory (ansible.cfg, a vault password file), by its stat."""
-    if path is None:
-        return None
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):  # ValueError: a NUL byte in the name
-        return (str(path), -1, -1, -1, -1)
-    return (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+def stamp(path: str | os.PathLike[str] | None) -> Stat | None:
+    """A file a result depends on besides the inventory (ansible.cfg, a vault password file), by its stamp."""
+    return None if path is None else fingerprints.stamp(path)
 
 
 def watch(paths: Sequence[str]) -> tuple[Any, ...]:
@@ -43,4 +39,5 @@ def watch(paths: Sequence[str]) -> tuple[Any, ...]:
 
 def unchanged(watched: Sequence[Any]) -> bool:
     """Every model file a stored result depends on is as it was."""
-    return all(isinstance(w, (tuple, list)) and len(w) == 5 and tuple(stamp(w[0]) or ()) == tuple(w) for w in watched)
+    return all(isinstance(w, (tuple, list)) and w and isinstance(w[0], str) and tuple(w) == stamp(w[0])
+               for w in watched)

@@ -28,12 +28,12 @@ from typing import Any
 from ..load.preflight import fingerprints
 from ..load import preflight
 from ..load.fast import ansible_cfg
-from ..load.preflight.fingerprints import RACY_NS, digest
+from ..load.preflight.fingerprints import Stat, digest
 from ..load.preflight.layout import source_dir
 from . import store
 from .outcome import Outcome, stamp, unchanged
 
-Fingerprint = list[tuple[str, int, int, int, int, int, int]]
+Fingerprint = list[Stat]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,23 +59,18 @@ def digest_of(path: str) -> bytes | None:
 _HF_ENV = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")  # where the model cache is
 
 
-def _cfg() -> tuple[str, int, int, int, int] | None:
+def _cfg() -> Stat | None:
     return stamp(ansible_cfg.config_file())
 
 
-def _ansible() -> tuple[str, int, int] | None:
+def _ansible() -> Stat | None:
     """ansible-core's release file, found without importing it (importing costs a warm run its budget)."""
     import importlib.util
 
     spec = importlib.util.find_spec("ansible")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = os.path.join(next(iter(spec.submodule_search_locations)), "release.py")
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (path, st.st_size, st.st_mtime_ns)
+    return stamp(os.path.join(next(iter(spec.submodule_search_locations)), "release.py"))
 
 
 def entry(sources: Sequence[str], settings: tuple[Any, ...], limits: preflight.Limits | None) -> Entry | None:
@@ -112,8 +107,7 @@ def get(e: Entry) -> Outcome | None:
 
 
 def _racy(files: Fingerprint, started: int) -> list[tuple[str, bytes | None]]:
-    return [(path, digest_of(path)) for path, mode, _unused, mtime, ctime, _unused, _unused in files
-            if mode != -1 and max(mtime, ctime) >= started - RACY_NS]  # -1: a directory's names
+    return [(f[0], digest_of(f[0])) for f in files if fingerprints.recent(f, started)]
 
 
 def put(e: Entry, outcome: Outcome) -> None:

@@ -15,6 +15,7 @@ import zlib
 from typing import Any
 
 from ..finding import Finding, Origin
+from ..load.preflight.fingerprints import stamp
 
 _MAGIC = b"PDLINT-CACHE-2\n"
 _DIGEST = 32
@@ -37,7 +38,7 @@ def directory() -> str:
 
 
 def code() -> bytes:
-    """What the code that produced an entry was: pdlint's version and every module file's size and mtime.
+    """What the code that produced an entry was: pdlint's version and every module file's stamp.
 
     An editable install changes its code without changing its version; an entry made by other code is foreign.
     """
@@ -51,9 +52,8 @@ def code() -> bytes:
             dirs.sort()
             for name in sorted(names):
                 if name.endswith((".py", ".json")):
-                    st = os.stat(os.path.join(folder, name))
-                    h.update(f"{os.path.relpath(os.path.join(folder, name), root)}\0{st.st_size}\0"
-                             f"{st.st_mtime_ns}\n".encode())
+                    path = os.path.join(folder, name)
+                    h.update(repr((os.path.relpath(path, root), *stamp(path)[1:])).encode())
         _CODE = h.digest()
     return _CODE
 

@@ -94,7 +94,7 @@ def _outcome(args: argparse.Namespace, sources: list[str], config: Config, notes
         sys.stderr.write(f"pdlint: info: {text}\n")
     if not loaded:
         raise _NoHosts
-    loaded = with_playbook(loaded, project, notes)
+    loaded = with_playbook(loaded, project, notes, args.allow_lookups)
     # the rules and the vllm layer, imported only when a run is not answered from the cache
     from ..engine import core as engine
 

@@ -72,7 +72,7 @@ def model(args: argparse.Namespace) -> Explanation | int:
         loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(reporters.text(found)), kept)
         if loaded is None:
             return 2
-        sets.append((sources, with_playbook(loaded, project, notes), notes))
+        sets.append((sources, with_playbook(loaded, project, notes, args.allow_lookups), notes))
     for sources, loaded, notes in sets:
         result = engine.lint(loaded, config, Files.of(sources))
         found = sorted(configuration.with_notes(result.settled(notes), result.findings, config))

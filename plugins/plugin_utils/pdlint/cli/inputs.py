@@ -114,13 +114,15 @@ def playbook_of(config: Config) -> Any:
     return playbook.project_of(config.playbook)
 
 
-def with_playbook(loaded: list[HostVars], project: Any, notes: list[Finding]) -> list[HostVars]:
-    """The hosts as the playbook launches them (unchanged without one); its findings join notes."""
+def with_playbook(loaded: list[HostVars], project: Any, notes: list[Finding],
+                  allow_lookups: bool = False) -> list[HostVars]:
+    """The hosts as the playbook launches them (unchanged without one); its findings join notes. allow_lookups:
+    --allow-lookups, which renders the playbook's lookups as it renders the inventory's."""
     if project is None:
         return loaded
     from ..playbook import apply as playbook
 
-    launched = playbook.apply(loaded, project)
+    launched = playbook.apply(loaded, project, allow_lookups)
     notes.extend(launched.findings)
     return launched.hosts
 

@@ -88,7 +88,8 @@ def loading(ap: argparse.ArgumentParser) -> None:
                     help="configuration file (default: .pdlint.yaml or pyproject.toml [tool.pdlint], "
                          "from here up to the git root)")
     ap.add_argument("--allow-lookups", action="store_true",
-                    help="render Jinja lookups (runs whatever they run: only for trusted inventories)")
+                    help="render Jinja lookups in the inventory and the playbook (runs whatever they run: only for "
+                         "trusted inventories)")
     ap.add_argument("--allow-inventory-plugins", action="store_true",
                     help="run inventory scripts and dynamic inventory plugins, and let ansible.cfg add plugin "
                          "paths (runs their code: only for trusted inventories)")

@@ -49,17 +49,6 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
                   for f, hosts in merged.values())
 
 
-def check(hosts: Sequence[HostVars]) -> list[Finding]:
-    """Every finding for these hosts: schema, build problems, then every registered rule."""
-    return run(hosts)[0]
-
-
-def run(hosts: Sequence[HostVars]) -> tuple[list[Finding], Topology]:
-    """check(), and the topology it checked."""
-    result = lint(hosts)
-    return result.findings, result.topology
-
-
 @dataclasses.dataclass(frozen=True)
 class Result:
     """What one check produced: reported findings, those pdlint_skip suppressed, and the topology."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..contract import ROLES
 from ..finding import Finding
-from ..hostvars import HostVars
+from ..hostvars import HostVars, leaves
 
 MASK = "<vaulted>"
 
@@ -33,15 +33,8 @@ def stated(name: str | None, text: str, clear: set[str]) -> bool:
 
 
 def _leaves(value: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
-    """(path, text) of each scalar in value (at path)."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(item, (*path, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _leaves(item, (*path, i))
-    elif value is not None and not isinstance(value, bool):
-        yield path, str(value)
+    """(path, text) of each scalar in value (at path) that prints as text: not None, not a bool."""
+    return ((at, str(item)) for at, item in leaves(value, path) if item is not None and not isinstance(item, bool))
 
 
 def _name(path: tuple[Any, ...]) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..config.variables import Mapped
 from ..finding import Finding, Origin
-from ..hostvars import KEY, HostVars, IdentityMemo, Path, Unresolved, is_relevant, is_template
+from ..hostvars import KEY, HostVars, IdentityMemo, Path, Unresolved, is_relevant, is_template, leaves
 
 # Rendering costs ~1 ms per expression and host; the hosts of a group share their value objects (the loaders give
 # every host the group's), so a rendering is memoized (Memo, one per launch stage run) by the expression and the
@@ -29,15 +29,8 @@ _UNSET = object()
 
 
 def _templates(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        if is_template(value):
-            yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _templates(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _templates(item)
+    """Each string inside value that Ansible would render."""
+    return (text for _at, text in leaves(value) if isinstance(text, str) and is_template(text))
 
 
 def _parsed(expression: Any) -> frozenset[str]:

@@ -7,10 +7,11 @@ reads the file the list's tag names once more with libyaml and gives the same ma
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 import yaml
+
+from .preflight.fingerprints import Stat, stamp
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 Mark = tuple[int, int]  # (line, column), 1-based as Origin has them
@@ -18,15 +19,13 @@ Mark = tuple[int, int]  # (line, column), 1-based as Origin has them
 
 def items(path: str, line: int, column: int) -> list[Mark] | None:
     """The marks of the items of the sequence starting at line:column of the YAML file path (None: not found)."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return _sequences(path, stat.st_mtime_ns, stat.st_size).get((line, column))
+    return _sequences(stamp(path)).get((line, column))
 
 
 @functools.lru_cache(maxsize=32)
-def _sequences(path: str, _mtime: int, _size: int) -> dict[Mark, list[Mark]]:
+def _sequences(file: Stat) -> dict[Mark, list[Mark]]:
+    """The item marks of each sequence in the file as it is now (the stamp keys the memo: an edit reads it again)."""
+    path = file[0]
     try:
         with open(path, encoding="utf-8") as stream:
             root = yaml.compose(stream, Loader=_LOADER)

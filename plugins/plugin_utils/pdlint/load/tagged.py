@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..finding import Origin
-from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant, is_template
+from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant, is_template, leaves
 from ..paths import display_path
 from . import item_origins
 
@@ -143,13 +143,7 @@ def _reason(exc: BaseException) -> str:
 
 
 def _holds_vault(value: Any) -> bool:
-    if isinstance(value, EncryptedString):
-        return True
-    if isinstance(value, Mapping):
-        return any(_holds_vault(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_vault(v) for v in value)
-    return False
+    return any(isinstance(item, EncryptedString) for _at, item in leaves(value))
 
 
 class _Leafwise:

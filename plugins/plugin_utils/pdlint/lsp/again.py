@@ -24,7 +24,7 @@ from ..load.fast import ansible_cfg
 from ..load.fast import loader as fast
 from ..load.preflight.layout import absolute_sources
 from ..load.preflight import guard
-from ..load.preflight.fingerprints import RACY_NS, Stat, digest
+from ..load.preflight.fingerprints import Stat, digest, recent
 from ..load.preflight.walk import Walked, walked
 from ..topology.types import Topology
 
@@ -65,7 +65,7 @@ class Pending:
 
 def racy(files: Sequence[Stat], started: int) -> dict[str, bytes | None]:
     """The content digest of each walked file modified less than RACY_NS before started."""
-    return {f[0]: _digest_of(f[0]) for f in files if f[1] != -1 and max(f[3], f[4]) >= started - RACY_NS}
+    return {f[0]: _digest_of(f[0]) for f in files if recent(f, started)}
 
 
 def _digest_of(path: str) -> bytes | None:

@@ -80,6 +80,7 @@ class Outcome:
     topology: Topology | None = None
     failed: Finding | None = None  # a load-error: the other files keep their last diagnostics
     model_files: tuple[str, ...] = ()  # the config.json files the model facts came from (or were looked for)
+    playbook_dir: str | None = None  # the config's playbook's folder: a file saved under it checks this again
     # the hosts as checked, when the config file's `variables:` mapping made them (hover says where a value came from)
     mapped: tuple[HostVars, ...] = ()
     seen: Any = dataclasses.field(default=None, compare=False, repr=False)  # again.Seen, for the next check
@@ -120,9 +121,18 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any, last: Outcome | N
         config = _config(source)
     except ConfigError as exc:
         return Outcome(source, failed=load_error(Origin(source), str(exc)))
+    project = None
+    if config.playbook:  # what runs, as the CLI reads it (from disk: a playbook's unsaved buffer is not read)
+        from ..playbook import apply as playbook
+
+        try:
+            project = playbook.project_of(config.playbook)
+        except LoadError as exc:
+            return Outcome(source, failed=exc.finding)
     limits = guard.Limits()
     started = time.time_ns()
-    tree = None if config.variables else again.walk(source, limits)  # the one stat walk: here, and the preflight's
+    # the incremental re-check knows the inventory's files only: a mapping or a playbook checks the whole again
+    tree = None if config.variables or project is not None else again.walk(source, limits)  # the one stat walk: here, and the preflight's
     try:
         walked = None if tree is None else fingerprints.of_walk(tree)
     except OSError:  # a file gone since the walk: the whole check says what the preflight makes of it
@@ -146,12 +156,17 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any, last: Outcome | N
     try:
         # the buffers reach ansible-core's loader too (templated hosts, what the fast loader does not cover), so
         # its fallback is no news to the editor
+        names = keep_names(config.variables) | (playbook.names_read(project) if project is not None else frozenset())
         hosts = select.load([source], notes=notes, note=said.append, overlay=overlay, limits=limits,
-                            memo=memo, keep_names=keep_names(config.variables), keep=keep, walked=tree)
+                            memo=memo, keep_names=names, keep=keep, walked=tree)
     except LoadError as exc:
         return Outcome(source, failed=exc.finding)
     if not hosts:
         return Outcome(source, failed=no_hosts([source]))
+    if project is not None:
+        launched = playbook.apply(hosts, project)
+        notes.extend(launched.findings)
+        hosts = launched.hosts
     known = last.topology.bodies_known if last is not None and last.topology is not None else None
     result = engine.lint(hosts, config, Files.of([source]), overlay, getattr(memo, "checked", None),
                          {} if known is None else known)
@@ -165,7 +180,8 @@ def _check(source: str, overlay: Mapping[str, str], memo: Any, last: Outcome | N
     if state is not None:
         seen = again.Seen(settings, tuple(walked or ()), started, again.buffers(overlay), racy, state)
     return Outcome(source, tuple(findings), tuple(hosts), result.topology, model_files=result.model_files,
-                   mapped=result.hosts if config.variables else (), seen=seen)
+                   mapped=result.hosts if config.variables else (), seen=seen,
+                   playbook_dir=os.path.dirname(os.path.abspath(project.playbook)) if project is not None else None)
 
 
 def _after(last: Outcome, done: Any, seen: Any) -> Outcome:

@@ -114,8 +114,12 @@ class Server(LanguageServer):
             for known in list(self.outcomes):
                 self.schedule(known, known if os.path.isfile(known) else path, delay)
             return
-        readers = [known for known, outcome in list(self.outcomes.items()) if path in outcome.model_files]
-        for known in readers:  # a model's config.json: the inventories whose facts came from it (vLLM reads disk)
+        readers = [known for known, outcome in list(self.outcomes.items()) if path in outcome.model_files
+                   or (outcome.playbook_dir and path.startswith(outcome.playbook_dir + os.sep)
+                       and inventory.inventory_of(path) != known)]
+        # a model's config.json: the inventories whose facts came from it (vLLM reads disk); a file of the playbook
+        # (a role's template, a play): the inventories it launches
+        for known in readers:
             self.schedule(known, known if os.path.isfile(known) else path, delay)
         source = inventory.inventory_of(path)
         if source is not None and not readers:

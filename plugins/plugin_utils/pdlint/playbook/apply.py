@@ -33,7 +33,7 @@ def names_read(project: Project) -> frozenset[str]:
     """The variables the launch templates and the plays' values read: the loaders keep them beside pdlint's."""
     found: set[str] = set()
     for launch in _all_launches(project):
-        text = read_text(launch.source) if launch.module == "template" else None
+        text = read_text(launch.source) if launch.module == "template" else None  # a copy's src: is not templated
         if text is not None:
             found |= render.names_read(text)
         for value in strings((launch.args, launch.dest, launch.loop)):
@@ -60,8 +60,14 @@ def project_of(playbook: str) -> Project:
             from None
 
 
-def apply(hosts: Sequence[HostVars], project: Project) -> Applied:
-    """The hosts with each launch line the playbook gives them."""
+def apply(hosts: Sequence[HostVars], project: Project, allow_lookups: bool = False) -> Applied:
+    """The hosts with each launch line the playbook gives them; allow_lookups: the plays' and templates' lookups
+    are rendered (--allow-lookups), else they are refused (unresolved)."""
+    with render.lookups(allow_lookups):
+        return _apply(hosts, project)
+
+
+def _apply(hosts: Sequence[HostVars], project: Project) -> Applied:
     select = patterns.matcher(hosts)
     groups: dict[str, list[str]] = {"all": sorted(hv.host for hv in hosts)}
     for hv in hosts:
@@ -97,8 +103,9 @@ def apply(hosts: Sequence[HostVars], project: Project) -> Applied:
         findings.append(Finding(Origin(display_path(project.playbook)), "unresolved", "warning",
                                 f"the playbook's plays run on {len(silent)} P/D host(s) but start vLLM on none of "
                                 "them in a way pdlint reads: their inventory variables are checked instead",
-                                "pdlint reads a role task's template of a systemd unit (ExecStart=), "
-                                "docker_container/podman_container command:, and command/shell tasks",
+                                "pdlint reads a role task's template or copy of a systemd unit (ExecStart=), a "
+                                "shell script or a compose file, docker_container/podman_container command:, and "
+                                "command/shell tasks",
                                 tuple(silent)))
     return Applied(out, _merged(findings), project.templates)
 

@@ -17,7 +17,7 @@ from ..hostvars import KEY, HostVars, Path, Unresolved, is_relevant
 from ..paths import display_path
 from ..vllm import releases
 from ..vllm.arguments.args import arguments
-from . import render, task_line, unit
+from . import conditions, render, task_line, unit, written
 from .project import Launch, Play, Role
 from .variables import Scope, magic, scope
 
@@ -58,6 +58,8 @@ def started(hv: HostVars, play: Play, role: Role, launch: Launch,
     found = scope(hv, play, role)
     variables = {**found.values, **magic(hv, play, role, groups)}
     source = read_text(launch.source)
+    if source is None and launch.module == "copy":
+        return [], []  # a copy of a file not in the role's files/, or not text: no launch pdlint reads
     if source is None:
         return [], [unresolved(hv, launch.origin, f"template {display_path(launch.source)} cannot be read")]
     items: list[Any] = [None]
@@ -68,22 +70,40 @@ def started(hv: HostVars, play: Play, role: Role, launch: Launch,
             return [], [unresolved(hv, launch.origin, f"the launch task's loop cannot be rendered statically ({why}); "
                                    "its engines are not checked")]
         items = looped
-    engines: list[Engine] = []
+    registered = play.registered.union(*(r.registered for r in play.roles))
     problems: list[Finding] = []
+    decided = conditions.decide(role.when, variables, registered)
+    if decided is False:
+        return [], []
+    if isinstance(decided, conditions.Undecided):
+        problems.append(_undecided(hv, decided, role.origin, f"role {role.name}"))
+    engines: list[Engine] = []
     vaulted = {p[0] for p in hv.secrets}
     reads = render.names_read(source) if launch.module == "template" else frozenset(
         n for text in strings(launch.args) for n in render.names_read(text))
     for index, item in enumerate(items):
         here = variables if launch.loop is None else {**variables, launch.loop_var: item}
+        ran = conditions.decide((launch.when,), here, registered)
+        if ran is False:
+            continue
+        if isinstance(ran, conditions.Undecided):
+            problems.append(_undecided(hv, ran, launch.origin, "the launch task"))
         dest = plain(here, launch.dest)
         where = dest if isinstance(dest, str) else f"{launch.origin}#{index}"
-        engine, more = _one(hv, found, here, launch, source, where)
+        made, more = _one(hv, found, here, launch, source, where)
         problems += more
-        if engine is not None:
+        for engine in made:
             kept = {p for p in hv.secrets if p[0] in engine.values and engine.origins.get(p[:1]) == hv.origin(p[0])}
             line = {(ARGS,)} if reads & vaulted and ARGS in engine.values else set()
             engines.append(dataclasses.replace(engine, secrets=frozenset(kept | line)))
     return engines, problems
+
+
+def _undecided(hv: HostVars, found: conditions.Undecided, origin: Origin, what: str) -> Finding:
+    return Finding(found.origin or origin, "unresolved", "warning",
+                   f"the `when: {found.condition}` of {what} is not decided statically ({found.reason}): pdlint "
+                   "takes it as run", "decide it from inventory or play variables, or check this host as it runs",
+                   (hv.host,))
 
 
 def strings(value: Any) -> list[str]:
@@ -98,24 +118,36 @@ def strings(value: Any) -> list[str]:
 
 
 def _one(hv: HostVars, found: Scope, variables: Mapping[str, Any], launch: Launch, source: str,
-         dest: str) -> tuple[Engine | None, list[Finding]]:
-    if launch.module != "template":
-        return _task(hv, found, variables, launch, dest)
-    rendered = render.render(launch.source, source, variables)
-    if isinstance(rendered, Unresolved):
-        why = _lacking(found, rendered.reason, source)
-        return _engine(hv, found, variables, None, launch.origin, dest), [
-            unresolved(hv, launch.origin, f"the launch template {display_path(launch.source)} cannot be rendered "
-                       f"statically ({why}); rules that need the engine's arguments are skipped")]
+         dest: str) -> tuple[list[Engine], list[Finding]]:
+    if launch.module not in ("template", "copy"):
+        engine, more = _task(hv, found, variables, launch, dest)
+        return [] if engine is None else [engine], more
     try:
-        line = unit.read(rendered, source, found.origins)
+        got = written.read(launch, source, variables, found.origins, dest)
     except unit.Unreadable as exc:
-        return _engine(hv, found, variables, None, launch.origin, dest), [
-            Finding(exc.origin, "vllm-args[invalid]", "error", f"ExecStart=: {exc}: systemd would not run this "
+        what = "ExecStart=" if exc.kind == "unit" else display_path(launch.source)
+        runs = "systemd" if what == "ExecStart=" else "a shell"
+        return [_engine(hv, found, variables, None, launch.origin, dest)], [
+            Finding(exc.origin, "vllm-args[invalid]", "error", f"{what}: {exc}: {runs} would not run this "
                     "command line", "close the quote, or drop the trailing backslash", (hv.host,))]
-    if line is None:
-        return None, []
-    return _engine(hv, found, variables, line, launch.origin, dest), []
+    if isinstance(got, written.Unrendered):
+        why = _lacking(found, got.reason, source) if launch.module == "template" else got.reason
+        what = f"the launch template {display_path(launch.source)}" if launch.module == "template" else \
+            "the copy task's content" if isinstance(launch.args, str) else f"the copied file {display_path(launch.source)}"
+        return [_engine(hv, found, variables, None, launch.origin, dest)], [
+            unresolved(hv, launch.origin, f"{what} cannot be rendered statically ({why}); rules that need the "
+                       "engine's arguments are skipped")]
+    if got.unread is not None:
+        shown = {"compose": "compose file", "script": "launch script"}[got.kind]
+        return [_engine(hv, found, variables, None, launch.origin, dest)], [
+            unresolved(hv, launch.origin, f"the {shown} {dest} cannot be read statically ({got.unread.reason}); "
+                       "rules that need the engine's arguments are skipped")]
+    engines: list[Engine] = []
+    notes: list[Finding] = []
+    for name, line in got.lines:
+        engines.append(_engine(hv, found, variables, line, launch.origin, f"{dest}#{name}" if name else dest))
+        notes += [unresolved(hv, origin, message) for origin, message in line.unmodelled]
+    return engines, notes
 
 
 def _task(hv: HostVars, found: Scope, variables: Mapping[str, Any], launch: Launch,

@@ -15,9 +15,11 @@ from typing import Any
 from ..finding import Origin
 from ..load.tagged import origin_of
 from ..paths import display_path
+from .role_paths import Roots, find, roots
 
 # The task modules whose content is a launch line, by how it is read (template: a systemd unit rendered per host)
 TEMPLATE_MODULES = ("template", "ansible.builtin.template", "ansible.legacy.template")
+COPY_MODULES = ("copy", "ansible.builtin.copy", "ansible.legacy.copy")
 CONTAINERS = ("community.docker.docker_container", "docker_container", "containers.podman.podman_container",
               "podman_container")
 COMMANDS = ("ansible.builtin.command", "ansible.legacy.command", "command", "ansible.builtin.shell",
@@ -39,7 +41,8 @@ class PlaybookError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Launch:
-    """A task that writes a launch line: its module, the template file, and where the task is written."""
+    """A task that writes a launch line: its module, the template file, and where the task is written. A copy task's
+    `content:` is its args (source: the tasks file); its `src:` is a file of the role's files/ (source)."""
 
     module: str
     source: str  # absolute path of the template
@@ -48,6 +51,7 @@ class Launch:
     loop: Any = None  # `loop:` / `with_items:` (a list, or a template that renders to one)
     loop_var: str = "item"
     args: Any = None  # the task's arguments (a container's command:, a command task's line), templates unrendered
+    when: Any = None  # the task's `when:`, decided per host (conditions.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +71,9 @@ class Role:
     after: bool = False
     parents: tuple[Role, ...] = ()  # a meta dependency's dependent roles, outermost first (ansible-core's dep chain)
     dependencies: tuple[Role, ...] = ()  # every role its ROLE/meta/main.yml brings in, each after its own
+    collection: str = ""  # `ns.coll` of a collection's role
+    when: tuple[Any, ...] = ()  # the `when:` of its entry or include task, and of the roles that depend on it
+    registered: frozenset[str] = frozenset()  # what its tasks `register:` (known only when the play runs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +84,7 @@ class Play:
     roles: tuple[Role, ...]
     origin: Origin
     directory: str  # playbook_dir
+    registered: frozenset[str] = frozenset()  # what its own tasks `register:`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,13 +146,6 @@ def _role_vars(loader: Any, folder: str, what: str) -> Mapping[str, Any]:
     return merged
 
 
-def _role_path(name: str, directory: str, origin: Origin) -> str:
-    for candidate in (os.path.join(directory, "roles", name), os.path.join(directory, name)):
-        if os.path.isdir(candidate):
-            return candidate
-    raise PlaybookError(origin, f"role {name!r} not found in {os.path.join(directory, 'roles')}")
-
-
 def _launches(loader: Any, role_path: str) -> tuple[Launch, ...]:
     tasks_file = _main_file(os.path.join(role_path, "tasks"))
     if tasks_file is None:
@@ -158,40 +159,70 @@ def _launches(loader: Any, role_path: str) -> tuple[Launch, ...]:
         control = task.get("loop_control")
         loop_var = str(control.get("loop_var", "item")) if isinstance(control, Mapping) else "item"
         loop = task.get("loop", task.get("with_items"))
+        when = task.get("when")
         for module in TEMPLATE_MODULES:
             args = task.get(module)
             if isinstance(args, Mapping) and isinstance(args.get("src"), str):
                 source = os.path.join(role_path, "templates", str(args["src"]))
-                found.append(Launch("template", source, origin, args.get("dest"), loop, loop_var))
+                found.append(Launch("template", source, origin, args.get("dest"), loop, loop_var, when=when))
+        for module in COPY_MODULES:
+            args = task.get(module)
+            if isinstance(args, Mapping) and isinstance(args.get("content"), str):
+                content = args["content"]
+                found.append(Launch("copy", tasks_file, origin, args.get("dest"), loop, loop_var, content, when))
+            elif isinstance(args, Mapping) and isinstance(args.get("src"), str):
+                source = os.path.join(role_path, "files", str(args["src"]))
+                found.append(Launch("copy", source, origin, args.get("dest"), loop, loop_var, when=when))
         for module in (*CONTAINERS, *COMMANDS):
             args = task.get(module)
             if args is not None:
                 dest = args.get("name") if module in CONTAINERS and isinstance(args, Mapping) else None
-                found.append(Launch(module, tasks_file, origin, dest, loop, loop_var, args))
+                found.append(Launch(module, tasks_file, origin, dest, loop, loop_var, args, when))
     return tuple(found)
 
 
-def _role(loader: Any, entry: Any, directory: str, play_origin: Origin) -> Role:
+def _registered(tasks: Any) -> frozenset[str]:
+    """The names a task list's tasks (and their blocks') `register:`."""
+    found: set[str] = set()
+    for task in tasks if isinstance(tasks, list) else []:
+        if isinstance(task, Mapping):
+            if isinstance(task.get("register"), str):
+                found.add(str(task["register"]))
+            for key in ("block", "rescue", "always"):
+                found |= _registered(task.get(key))
+    return frozenset(found)
+
+
+def _registered_in(loader: Any, role_path: str) -> frozenset[str]:
+    tasks_file = _main_file(os.path.join(role_path, "tasks"))
+    return frozenset() if tasks_file is None else _registered(_load(loader, tasks_file, "role tasks"))
+
+
+def _role(loader: Any, entry: Any, directory: Roots, play_origin: Origin) -> Role:
     origin = origin_of(entry) or play_origin
     if isinstance(entry, str):
         entry = {"role": entry}
     if not isinstance(entry, Mapping) or not isinstance(entry.get("role", entry.get("name")), str):
         raise PlaybookError(origin, "a role entry must name its role (`role: NAME`)")
     name = str(entry.get("role", entry.get("name")))
-    path = _role_path(name, directory, origin)
+    found = find(name, directory)
+    if isinstance(found, str):
+        raise PlaybookError(origin, found)
+    path, collection = found
     # a key that is no field of a role definition is a param (RoleDefinition._split_role_params)
     params = {k: v for k, v in entry.items() if k not in _ROLE_KEYS}
     return Role(name, path, _role_vars(loader, os.path.join(path, "defaults"), "role defaults"),
                 _role_vars(loader, os.path.join(path, "vars"), "role vars"), params,
                 _mapping(entry.get("vars"), origin, "role entry vars"),
-                _launches(loader, path), origin)
+                _launches(loader, path), origin, collection=collection,
+                when=() if entry.get("when") is None else (entry["when"],), registered=_registered_in(loader, path))
 
 
 _INCLUDES = ("include_role", "import_role", "ansible.builtin.include_role", "ansible.builtin.import_role",
              "ansible.legacy.include_role", "ansible.legacy.import_role")
 
 
-def _with_dependencies(loader: Any, role: Role, directory: str, chain: tuple[str, ...]) -> list[Role]:
+def _with_dependencies(loader: Any, role: Role, directory: Roots, chain: tuple[str, ...]) -> list[Role]:
     """role after the roles its ROLE/meta/main.yml `dependencies:` names, each after its own, as Role._load_dependencies
     orders them; a dependency cycle is a PlaybookError."""
     meta_file = _main_file(os.path.join(role.path, "meta"))
@@ -204,10 +235,12 @@ def _with_dependencies(loader: Any, role: Role, directory: str, chain: tuple[str
                             "a role's dependencies must be a list")
     out: list[Role] = []
     for entry in dependencies:
-        dep = _role(loader, entry, directory, origin_of(entry) or Origin(display_path(meta_file)))
+        dep = _role(loader, entry, directory.within(role.collection),
+                    origin_of(entry) or Origin(display_path(meta_file)))
         if dep.path in chain:
             raise PlaybookError(dep.origin, f"role {dep.name!r} depends on itself")
-        dep = dataclasses.replace(dep, exported=role.exported, after=role.after, parents=(*role.parents, role))
+        dep = dataclasses.replace(dep, exported=role.exported, after=role.after, parents=(*role.parents, role),
+                                  when=(*role.when, *dep.when))
         out += _with_dependencies(loader, dep, directory, (*chain, dep.path))
     return [*out, dataclasses.replace(role, dependencies=tuple(out))]
 
@@ -218,7 +251,7 @@ def _static_false(when: Any) -> bool:
     return any(item is False or (isinstance(item, str) and item.strip().lower() in ("false", "no")) for item in items)
 
 
-def _task_roles(loader: Any, tasks: Any, directory: str, origin: Origin) -> list[Role]:
+def _task_roles(loader: Any, tasks: Any, directory: Roots, origin: Origin) -> list[Role]:
     """The roles that a play's task list includes or imports (`include_role: {name: x}` with the task's `vars:`),
     skipping a task whose `when:` is false as written."""
     found: list[Role] = []
@@ -235,7 +268,8 @@ def _task_roles(loader: Any, tasks: Any, directory: str, origin: Origin) -> list
                 raise PlaybookError(where, f"{key} must name its role (`name: ROLE`)")
             static = key.endswith("import_role")
             public = isinstance(args, Mapping) and args.get("public") in (True, "true", "yes")
-            role = dataclasses.replace(_role(loader, {"role": name, "vars": task.get("vars")}, directory, where),
+            entry = {"role": name, "vars": task.get("vars"), "when": task.get("when")}
+            role = dataclasses.replace(_role(loader, entry, directory, where),
                                        exported=static, after=not static and public)
             found += _with_dependencies(loader, role, directory, (role.path,))
     return found
@@ -267,15 +301,17 @@ def _plays(loader: Any, path: str, seen: tuple[str, ...]) -> list[Play]:
         vars_files = tuple(_mapping(_load(loader, os.path.join(directory, str(f)), "vars file"), origin, "vars file")
                            for f in (files if isinstance(files, list) else [files]))
         roles: list[Role] = []
+        search = roots(directory, entry.get("collections"))
         for section in ("pre_tasks", "roles", "tasks", "post_tasks"):  # the order a play runs them
             if section == "roles":
                 for written in entry.get("roles") or []:
-                    role = _role(loader, written, directory, origin)
-                    roles += _with_dependencies(loader, role, directory, (role.path,))
+                    role = _role(loader, written, search, origin)
+                    roles += _with_dependencies(loader, role, search, (role.path,))
             else:
-                roles += _task_roles(loader, entry.get(section), directory, origin)
+                roles += _task_roles(loader, entry.get(section), search, origin)
+        registered = frozenset(_registered(entry.get(s)) for s in ("pre_tasks", "tasks", "post_tasks"))
         out.append(Play(str(hosts), _mapping(entry.get("vars"), origin, "play vars"), vars_files,
-                        tuple(roles), origin, directory))
+                        tuple(roles), origin, directory, frozenset().union(*registered)))
     return out
 
 

@@ -1,6 +1,6 @@
 """A launch template rendered for one host as the template module renders it, each output character traced back.
 
-ansible-core's Templar renders the file (its sandbox, lookups refused, trim_blocks on as the template action sets
+ansible-core's Templar renders the file (its sandbox, lookups refused without --allow-lookups, trim_blocks on as the template action sets
 it). Before rendering, every `{{ ... }}` in the source is wrapped in marks naming it; after, the marks say which
 output came from which expression, and are removed. An expression that reads one variable stands for where that
 variable was set (a role default, a play var, an inventory line); any other output stands for the template's own
@@ -8,9 +8,11 @@ line and column.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..finding import Origin
@@ -21,6 +23,7 @@ _EXPRESSION = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 _OPEN, _MID, _CLOSE = "\x01", "\x02", "\x03"
 _MARK = re.compile("\x01(\\d+)\x02|\x03")
 _LOOKUPS = ("lookup", "query", "q")
+_ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar("pdlint_playbook_lookups", default=False)
 # the templar's own globals: never a variable of the host's
 _GLOBALS = frozenset(("lookup", "query", "q", "now", "undef", "omit", "range", "dict", "lipsum", "cycler", "joiner",
                       "namespace", "true", "false", "none", "True", "False", "None"))
@@ -77,19 +80,32 @@ def names_read(source: str) -> frozenset[str]:
     return _names(source)
 
 
+@contextlib.contextmanager
+def lookups(allowed: bool) -> Iterator[None]:
+    """Within: lookups rendered (--allow-lookups, as the inventory loaders render them), else refused."""
+    token = _ALLOWED.set(allowed)
+    try:
+        yield
+    finally:
+        _ALLOWED.reset(token)
+
+
 def templar(variables: Mapping[str, Any]) -> Any:
-    """ansible-core's Templar over variables with lookups refused (as the loaders render inventories)."""
+    """ansible-core's Templar over variables with lookups refused unless lookups(True) allows them (as the loaders
+    render inventories)."""
     from ansible.errors import AnsibleError
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
 
     made = Templar(loader=DataLoader(), variables=dict(variables))
+    if _ALLOWED.get():
+        return made
     env = getattr(getattr(made, "_engine", None), "environment", None)
     if env is None:  # pragma: no cover - guards against a changed ansible-core
         raise RuntimeError("cannot disable Jinja lookups on this ansible-core")
 
     def refused(*_args: Any, **_kwargs: Any) -> Any:
-        raise AnsibleError("lookups are disabled")
+        raise AnsibleError("lookups are disabled (pass --allow-lookups to render them)")
 
     for name in _LOOKUPS:
         env.globals[name] = refused

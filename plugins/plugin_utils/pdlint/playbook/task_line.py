@@ -108,13 +108,13 @@ def _container(words: _Words, args: Mapping[str, Any]) -> list[Word]:
     if args.get("entrypoint") is not None:
         return words.line(args["entrypoint"]) + command
     image = args.get("image")
-    if isinstance(image, str) and _serves(image) and not runs_vllm(command):
+    if isinstance(image, str) and serves(image) and not runs_vllm(command):
         at = origin_of(image) or words.launch.origin
         return [Word("vllm", at, False), Word("serve", at, False), *command]
     return command
 
 
-def _serves(image: str) -> bool:
+def serves(image: str) -> bool:
     """An image of vLLM's (vllm/vllm-openai, rocm/vllm, a vllm-* build): its entrypoint is vLLM's server."""
     name = image.rsplit("/", 1)[-1].split("@")[0].split(":")[0]
     return name == "vllm" or name.startswith("vllm-")

@@ -17,7 +17,7 @@ from ..finding import Origin
 from ..vllm.arguments.split import SplitError, words
 from .render import Rendered
 
-_KEY = re.compile(r"^\s*(ExecStart|Environment)\s*=\s*")
+_KEY = re.compile(r"^\s*(ExecStart|EnvironmentFile|Environment)\s*=\s*")
 _PREFIXES = "@-:+!|"
 _QUOTES = "\"'"
 
@@ -37,6 +37,7 @@ class Line:
 
     words: tuple[Word, ...]
     start: Origin  # where ExecStart= is written
+    unmodelled: tuple[tuple[Origin, str], ...] = ()  # what the file says that pdlint does not read (EnvironmentFile=)
 
 
 class Unreadable(Exception):
@@ -45,9 +46,10 @@ class Unreadable(Exception):
     def __init__(self, message: str, origin: Origin) -> None:
         super().__init__(message)
         self.origin = origin
+        self.kind = ""  # the file's kind (written.py), once known: "unit" says ExecStart=
 
 
-def _logical(text: str) -> list[tuple[str, list[int]]]:
+def logical(text: str) -> list[tuple[str, list[int]]]:
     """The unit's logical lines, each with the offset in text of every character (continuations joined)."""
     out: list[tuple[str, list[int]]] = []
     chars: list[str] = []
@@ -116,15 +118,20 @@ class Tracer:
 
 
 def split(value: str, offsets: list[int], tracer: Tracer, origin: Origin) -> list[Word]:
+    return [word for word, _kind in split_kinds(value, offsets, tracer, origin)]
+
+
+def split_kinds(value: str, offsets: list[int], tracer: Tracer, origin: Origin) -> list[tuple[Word, str]]:
+    """value's words as a shell splits it, each with its kind ("word", "op", "expand", "assign")."""
     try:
         found = list(words(value))
     except SplitError as exc:
         raise Unreadable(exc.message, origin) from None
-    out: list[Word] = []
-    for index, (text, start, _kind) in enumerate(found):
+    out: list[tuple[Word, str]] = []
+    for index, (text, start, kind) in enumerate(found):
         end = found[index + 1][1] if index + 1 < len(found) else len(value)
         raw = value[start:end].rstrip()
-        out.append(tracer.word(text, raw, offsets[start:start + len(raw)]))
+        out.append((tracer.word(text, raw, offsets[start:start + len(raw)]), kind))
     return out
 
 
@@ -149,13 +156,15 @@ def with_values(found: list[Word]) -> list[Word]:
     return out
 
 
-def read(rendered: Rendered, source: str, origins: Mapping[str, Origin]) -> Line | None:
-    """The unit's engine, or None when it has no ExecStart= (then it starts nothing pdlint reads)."""
-    tracer = Tracer(rendered, source, origins)
+def read(rendered: Rendered, source: str, origins: Mapping[str, Origin], cursor: int = 0) -> Line | None:
+    """The unit's engine, or None when it has no ExecStart= (then it starts nothing pdlint reads). cursor: where the
+    unit's text starts in source (a copy task's `content:` in its tasks file)."""
+    tracer = Tracer(rendered, source, origins, cursor)
     env: list[Word] = []
     command: list[Word] | None = None
     start = Origin(rendered.template)
-    for text, offsets in _logical(rendered.text):
+    unmodelled: list[tuple[Origin, str]] = []
+    for text, offsets in logical(rendered.text):
         match = _KEY.match(text)
         if match is None:
             continue
@@ -164,10 +173,14 @@ def read(rendered: Rendered, source: str, origins: Mapping[str, Origin]) -> Line
         if match.group(1) == "Environment":
             env += split(value, value_offsets, tracer, where)
             continue
+        if match.group(1) == "EnvironmentFile":
+            unmodelled.append((where, f"EnvironmentFile={value.strip()} is not read: the variables it sets are not "
+                               "in the engine's env pdlint checks"))
+            continue
         bare = value.lstrip(_PREFIXES)
         skipped = len(value) - len(bare)
         if bare.strip():  # an empty ExecStart= resets the list: the last one given is what runs
             command, start = split(bare, value_offsets[skipped:], tracer, where), where
     if command is None or not runs_vllm(command):
         return None
-    return Line(tuple(env + with_values(command)), start)
+    return Line(tuple(env + with_values(command)), start, tuple(unmodelled))

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..finding import Finding
 from ..hostvars import HostVars, IdentityMemo, Unresolved, is_template
-from ..topology.build import kv_config
+from ..topology.coerce import kv_config
 from ..vllm.connectors.extra_keys import CHECKED_EXTRA
 from ..yaml_text import yaml_text
 from .document import SCHEMA_ID, definitions_root, dumps, expected, generate, property_schema

@@ -5,7 +5,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ....finding import Finding, Origin
-from ....hostvars import HostVars, IdentityMemo, is_template
+from ....hostvars import HostVars, IdentityMemo, is_template, leaves
 from ...notes import role_conflicts as roles
 from ..inventory import Host, Inventory
 from .render import HandOver, Scope, Unkept, render_leaves
@@ -15,13 +15,7 @@ from .vars_dirs import VarsFiles
 
 def _templated(value: Any) -> bool:
     """Whether Ansible would render it: any Jinja start string, comments included (they render to nothing)."""
-    if isinstance(value, str):
-        return is_template(value)
-    if isinstance(value, dict):
-        return any(_templated(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_templated(v) for v in value)
-    return False
+    return any(isinstance(item, str) and is_template(item) for _at, item in leaves(value))
 
 
 class _Prefixed:
