@@ -160,7 +160,8 @@ def test_the_warning_lists_the_places_looked(tmp_path: Path) -> None:
 
 
 def test_without_files_the_table_alone(tmp_path: Path) -> None:
-    """engine.check (the filters, rule tests) reads no file: the inventory, the config's table, pdlint's table."""
+    """engine.lint without files (the filters, the rule tests) reads no file: the inventory, the config's table,
+    pdlint's table."""
     _model_dir(tmp_path / "inv", "m", GQA)
     found = engine.lint(select.load([str(_inventory(tmp_path, "m"))])).findings
     assert _rules(found) == ["model-facts"]
