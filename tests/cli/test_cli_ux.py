@@ -217,3 +217,22 @@ def test_readme_contract_table_names_the_newest_release() -> None:
 
     row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `vllm_version`"))
     assert "for now" not in row and NEWEST_VLLM in row, row
+
+
+def test_the_language_server_exits_without_a_traceback(tmp_path: Path) -> None:
+    """An editor's initialize, shutdown and exit: the server ends with exit code 0 and says nothing on stderr (its
+    transport closes stdout before the command's own last flush)."""
+    def framed(payload: dict[str, object]) -> bytes:
+        body = json.dumps(payload).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    messages = b"".join(framed(m) for m in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"}))
+    proc = subprocess.run([str(PDLINT), "lsp"], input=messages, capture_output=True, cwd=tmp_path, timeout=60,
+                          check=False)
+    assert b'"id": 2' in proc.stdout.replace(b'"id":2', b'"id": 2')  # the shutdown was answered
+    assert (proc.returncode, proc.stderr.decode()) == (0, "")

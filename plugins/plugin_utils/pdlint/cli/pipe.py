@@ -23,7 +23,7 @@ class _Guarded:
             os.dup2(os.open(os.devnull, os.O_WRONLY), self._inner.fileno())
 
     def write(self, text: str) -> int:
-        if not self.closed_pipe:
+        if not self.closed_pipe and not self._inner.closed:
             try:
                 return self._inner.write(text)
             except BrokenPipeError:
@@ -31,7 +31,8 @@ class _Guarded:
         return len(text)
 
     def flush(self) -> None:
-        if not self.closed_pipe:
+        # closed: the language server's transport closes stdout when the editor says exit, before this last flush
+        if not self.closed_pipe and not self._inner.closed:
             try:
                 self._inner.flush()
             except BrokenPipeError:
