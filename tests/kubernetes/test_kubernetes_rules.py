@@ -34,7 +34,7 @@ def test_a_clean_pair_gives_nothing() -> None:
     ("hma", ("pd-mismatch[hma]", "hybrid KV cache manager is on on prefill but off on decode (NIXL in vLLM 0.32.0 "
              "hashes it at handshake: \"NIXL compatibility hash mismatch\")", 46, 15,
              ["chat-decode-0", "chat-prefill-0"])),
-    ("unknown-flag", ("vllm-args[invalid]", "vllm_args: unrecognized arguments: --tensor-paralel-size=4 (vLLM 0.32.0 "
+    ("unknown-flag", ("vllm-args[invalid]", "unrecognized arguments: --tensor-paralel-size=4 (vLLM 0.32.0 "
                       "refuses to start)", 46, 15, ["chat-decode-0"])),
 ])
 def test_a_rule_at_the_manifest_line(case: str, row: tuple[str, str, int, int, list[str]]) -> None:
@@ -130,7 +130,7 @@ def test_env_references_are_expanded_as_kubernetes_does() -> None:
     rows = _rows(f"{FIXTURES}/env-expansion")
     assert ("tp-ratio[moriio]", "decode TP 6 is not a multiple of prefill TP 4 (MoRIIO needs 6/4 acks)", file, 33, 15,
             ["exp-decode-0", "exp-prefill-0"]) in rows
-    assert ("vllm-args[invalid]", "vllm_args: argument --max-model-len: invalid human_readable_int_or_auto value: "
+    assert ("vllm-args[invalid]", "argument --max-model-len: invalid human_readable_int_or_auto value: "
             "'$(MAX_LEN)' (vLLM 0.32.0 refuses to start)", file, 15, 59, ["exp-prefill-0"]) in rows
 
 
@@ -200,3 +200,15 @@ def test_the_api_server_module_and_a_script_of_several_commands() -> None:
         ("tp[kv-heads]", "TP 3 cannot split the model's 8 KV heads evenly", file, 37, 17),
     ]
     assert (ROOT / file).read_text().splitlines()[36][16:].startswith("--tensor-parallel-size 3")
+
+
+@pytest.mark.parametrize(("case", "rule", "hint"), [
+    ("side-channel", "nixl[side-channel-host]", "set the container's env VLLM_NIXL_SIDE_CHANNEL_HOST to the pod's IP "
+                                                "(valueFrom: fieldRef: fieldPath: status.podIP)"),
+    ("hma", "pd-mismatch[hma]", "set --disable-hybrid-kv-cache-manager the same on both sides"),
+])
+def test_hints_are_in_the_manifests_words(case: str, rule: str, hint: str) -> None:
+    """The rules' hints name inventory variables (vllm_env.NAME, vllm_disable_...); on a manifest they name the
+    container's env entry and the command line's flag."""
+    _code, found = findings(f"{FIXTURES}/rules/{case}")
+    assert [(f["rule"], f["hint"]) for f in found] == [(rule, hint)]

@@ -122,9 +122,11 @@ def _manifests(args: argparse.Namespace, files: list[str], config: Config) -> Ou
         return Outcome(list(loaded.findings), [], 0, 0, False, said)
     from ..engine import core as engine
 
+    from ..kubernetes.wording import worded
+
     result = engine.lint(loaded.hosts, config, _files([os.path.dirname(files[0]) or "."]))
-    return Outcome(configuration.with_notes(result.settled(loaded.findings), result.findings, config),
-                   result.suppressed, len(loaded.hosts), len(result.topology.deployments),
+    return Outcome(configuration.with_notes(result.settled(loaded.findings), worded(result.findings), config),
+                   worded(result.suppressed), len(loaded.hosts), len(result.topology.deployments),
                    any("version" not in i.origins for i in result.topology.instances), [])
 
 

@@ -40,6 +40,7 @@ def model(args: argparse.Namespace) -> Explanation | int:
     from ..load.model_files import Files
     from ..launch.mapping import keep_names
     from ..load.errors import LoadError
+    from ..kubernetes.wording import worded
     from .inputs import Unusable, load_group, manifest_groups, playbook_of, prepare, with_playbook
 
     try:
@@ -58,12 +59,12 @@ def model(args: argparse.Namespace) -> Explanation | int:
 
         kept |= names_read(project)
     parts = []
-    sets: list[tuple[list[str], list[HostVars], list[Finding]]] = []
+    sets: list[tuple[list[str], list[HostVars], list[Finding], bool]] = []  # (sources, hosts, notes, manifests)
     try:
         manifests, groups = manifest_groups(args, groups)
         if manifests:
             read = _manifest_hosts(args, manifests)
-            sets.append((manifests, read.hosts, list(read.findings)))
+            sets.append((manifests, read.hosts, list(read.findings), True))
     except LoadError as exc:
         sys.stderr.write(reporters.text([exc.finding]))
         return 2
@@ -72,10 +73,11 @@ def model(args: argparse.Namespace) -> Explanation | int:
         loaded = load_group(args, sources, notes, lambda found: sys.stderr.write(reporters.text(found)), kept)
         if loaded is None:
             return 2
-        sets.append((sources, with_playbook(loaded, project, notes, args.allow_lookups), notes))
-    for sources, loaded, notes in sets:
+        sets.append((sources, with_playbook(loaded, project, notes, args.allow_lookups), notes, False))
+    for sources, loaded, notes, manifest in sets:
         result = engine.lint(loaded, config, Files.of(sources))
-        found = sorted(configuration.with_notes(result.settled(notes), result.findings, config))
+        own = worded(result.findings) if manifest else result.findings
+        found = sorted(configuration.with_notes(result.settled(notes), own, config))
         shown = compute(result.topology, found, loaded, args.all_pairs)
         parts.append(dataclasses.replace(shown, mapped=mapped_lines(result.hosts)))
     return Explanation(tuple(d for p in parts for d in p.deployments), tuple(f for p in parts for f in p.findings),

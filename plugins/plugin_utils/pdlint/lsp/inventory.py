@@ -65,8 +65,10 @@ def _manifests(source: str, overlay: Mapping[str, str]) -> Outcome | None:
         return Outcome(source, failed=load_error(Origin(source), str(exc)))
     from ..load.model_files import Files
 
+    from ..kubernetes.wording import worded
+
     result = engine.lint(loaded.hosts, config, Files.of([source]), overlay)
-    findings = sorted(configuration.with_notes(result.settled(loaded.findings), result.findings, config))
+    findings = sorted(configuration.with_notes(result.settled(loaded.findings), worded(result.findings), config))
     return Outcome(source, tuple(findings), tuple(result.hosts), result.topology, model_files=result.model_files)
 
 
