@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 from generate import generate
-from quickstart import generate as quickstart
 from lsp_client import LanguageServer
+from quickstart import generate as quickstart
 
 
 def wait(server: LanguageServer, uri: str, seen: int, timeout: float = 60) -> list[dict[str, object]]:

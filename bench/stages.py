@@ -15,8 +15,8 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 # (label, module, attribute): the stages of engine.lint and of loading, outermost first
 STAGES = (

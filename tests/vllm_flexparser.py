@@ -24,6 +24,7 @@ from typing import Any, NoReturn, Optional, Union
 
 import vllm_source
 import yaml
+
 from pdlint.vllm.arguments.args import Argument, arguments
 from pdlint.vllm.releases import R, Release
 

@@ -26,9 +26,9 @@ import json
 import os
 import sys
 import warnings
-from unittest import mock
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "plugins/plugin_utils/pdlint/vllm/data/config_defaults.json"
@@ -172,6 +172,7 @@ def text(table: dict[str, Any]) -> str:
 def main() -> int:
     sys.path.insert(0, str(ROOT / "tests"))
     import vllm_source
+
     from pdlint.vllm.releases import KNOWN
 
     TABLE.write_text(text(generate(list(vllm_source.roots(KNOWN).values()))), encoding="utf-8")

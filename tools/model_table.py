@@ -123,7 +123,9 @@ def configs(cache: Path) -> dict[str, tuple[dict[str, Any], str]] | None:
 
 
 def _derived(data: dict[str, Any], source: str) -> dict[str, Any]:
-    from pdlint.vllm.model import chunked, config as model_config, layers as model_layers, weights
+    from pdlint.vllm.model import chunked, weights
+    from pdlint.vllm.model import config as model_config
+    from pdlint.vllm.model import layers as model_layers
     from pdlint.vllm.releases import NEWEST
 
     facts = model_config.derive(data, NEWEST)

@@ -11,12 +11,8 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.pdlint.topology.plugins.modules.check import DOCUMENTATION
-
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config import files as configfile
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine import core as engine
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.report import reporters as report
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import requires
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.vllm import releases
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config import files as configfile
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config.configuration import (
     DEFAULT,
     Config,
@@ -24,16 +20,21 @@ from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.config.conf
     names,
     with_notes,
 )
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine import core as engine
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.explain import compute, html
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.launch.mapping import keep_names
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import tagged
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.errors import LoadError
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.model_files import Files
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.notes import (
     play_notes as notes,
+)
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.notes import (
     role_conflicts as roles,
 )
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import tagged
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.model_files import Files
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load.errors import LoadError
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.playbook import apply as playbook
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.report import reporters as report
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.vllm import releases
 
 _KEYS = ("type", "elements", "choices", "default", "required")
 # The argument spec is the module's DOCUMENTATION, written once.

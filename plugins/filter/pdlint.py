@@ -5,11 +5,11 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import requires
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine import core as engine
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.engine import tp_pair as pairing
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint import requires
-from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.vllm.connectors import moriio
 from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.load import tagged
+from ansible_collections.pdlint.topology.plugins.plugin_utils.pdlint.vllm.connectors import moriio
 
 
 def ack_count(producer_tp: int, consumer_tp: int) -> int:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from edits import apply_edit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from edits import apply_edit
 
-from pdlint.cli import main
 from pdlint.cache import store
+from pdlint.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir())
@@ -263,8 +263,8 @@ def test_cached_equals_uncached_over_random_edits(edits, tmp_path: Path, capsys,
 def test_an_edit_that_keeps_the_stat_is_seen(cached: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     """Filesystems with coarse timestamps: a same-size edit in the same tick keeps every stat field the key
     holds, so the content digest of recently modified files decides (git's "racy clean")."""
-    from pdlint.load.preflight import fingerprints
     from pdlint.cache import runs
+    from pdlint.load.preflight import fingerprints
 
     real = fingerprints.fingerprints
 

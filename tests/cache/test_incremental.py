@@ -23,17 +23,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pdlint.engine import core as engine
-from pdlint.cache import incremental, units
+from pdlint.cache import incremental, runs, store, units
 from pdlint.cli import main
-from pdlint.finding import Origin
 from pdlint.cli.options import parser
-from pdlint.hostvars import HostVars
-from pdlint.load.preflight import safety
+from pdlint.engine import core as engine
+from pdlint.finding import Origin
+from pdlint.hostvars import HostVars, Unresolved
 from pdlint.load import select
-from pdlint.load.preflight import fingerprints
-from pdlint.hostvars import Unresolved
-from pdlint.cache import runs, store
+from pdlint.load.preflight import fingerprints, safety
 
 ROOT = Path(__file__).resolve().parents[2]
 

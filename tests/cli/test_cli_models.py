@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from pdlint import cli
 
 KIMI = {"model_type": "kimi_k2", "num_attention_heads": 64, "num_key_value_heads": 64, "kv_lora_rank": 512,

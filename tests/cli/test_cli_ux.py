@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, write_tree
+
 from pdlint.cli import commands, main
 
 PDLINT = Path(sys.executable).parent / "pdlint"

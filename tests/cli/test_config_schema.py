@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from pdlint import cli
 from pdlint.cli import config_schema
 from pdlint.config.models import KEYS

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from test_rules_cli import run, seed
 
-from pdlint.report.github import command, escape_data, escape_property
 from pdlint.finding import Finding, Origin
+from pdlint.report.github import command, escape_data, escape_property
 
 
 @pytest.mark.parametrize(("text", "data", "prop"), [

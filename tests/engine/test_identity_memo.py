@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from pdlint.hostvars import HostVars, IdentityMemo
-
 from conftest import ROOT
+
+from pdlint.hostvars import HostVars, IdentityMemo
 
 CORE = ROOT / "plugins" / "plugin_utils" / "pdlint"
 

@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, write_tree
+
 from pdlint.config import configuration
 from pdlint.config.variables import Mapped
 from pdlint.engine import core
 from pdlint.finding import Origin
 from pdlint.hostvars import KEY, HostVars, Unresolved
 from pdlint.launch import command
-from pdlint.schema import check as schema_check
 from pdlint.load import preflight, select
 from pdlint.load.fast.variables import vars_events
+from pdlint.schema import check as schema_check
 from pdlint.topology import build as build_module
 from pdlint.topology.build import build
 

@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 from conftest import ROOT
+
 from pdlint.cli import main
 
 SCHEMA = json.loads((ROOT / "schemas" / "pdlint-explain.schema.json").read_text(encoding="utf-8"))

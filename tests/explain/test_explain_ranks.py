@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import vllm_source
+
 from pdlint.vllm.connectors import ranks
 from pdlint.vllm.releases import KNOWN, R, Release
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+
 from pdlint.cli import main
 
 pytestmark = pytest.mark.browser  # slow tier: headless Chromium

@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 from ansible.parsing.vault import VaultLib, VaultSecret
 from conftest import ROOT
+
 from pdlint.cli import main
 
 SCHEMA = json.loads((ROOT / "schemas" / "pdlint-explain.schema.json").read_text(encoding="utf-8"))

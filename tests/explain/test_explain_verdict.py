@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 import yaml
+from test_explain_why import CASES as WHY_CASES
+from test_explain_why import _host as why_host
+from test_explain_why import _name as why_name
+
 from pdlint.cli import main
 from pdlint.engine import core as engine
 from pdlint.explain import as_json, markdown, text
@@ -21,9 +25,6 @@ from pdlint.explain.compute import explain
 from pdlint.explain.model import Explanation, PairView
 from pdlint.finding import Finding
 from pdlint.load import select
-from test_explain_why import CASES as WHY_CASES
-from test_explain_why import _host as why_host
-from test_explain_why import _name as why_name
 
 BASE = {"vllm_model": "meta-llama/Llama-3.1-8B-Instruct", "vllm_tensor_parallel_size": 2}
 # (name, connector, release, prefill's own values, decode's own values): each a way two sides do not pair, or do

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT, readme_snippet
+
 from pdlint.cli import main
 from pdlint.engine import core as engine
 from pdlint.explain import as_json, markdown, text

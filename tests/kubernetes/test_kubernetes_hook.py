@@ -10,7 +10,6 @@ from pathlib import Path
 from conftest import ROOT
 from test_examples_kubernetes import MORIIO, pdlint
 
-
 _DECODE_TP = "            - --tensor-parallel-size=6"
 
 

@@ -15,10 +15,11 @@ import yaml
 from conftest import ROOT, write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pdlint.load.fast import loader as fast
+
 from pdlint.load import preflight, select
-from pdlint.load.reference import loader as reference
 from pdlint.load.errors import LoadError
+from pdlint.load.fast import loader as fast
+from pdlint.load.reference import loader as reference
 
 
 def assert_same(sources: list[str]) -> None:

@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from edits import apply_edit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from edits import apply_edit
 
 from pdlint.cache import filememo, store
-from pdlint.load.preflight import guard
-from pdlint.load import preflight, select
-from pdlint.load import compose
+from pdlint.load import compose, preflight, select
 from pdlint.load.errors import LoadError
+from pdlint.load.preflight import guard
 
 
 def _inventory(base: Path) -> Path:

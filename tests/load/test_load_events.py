@@ -15,14 +15,13 @@ from conftest import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pdlint.load import errors, preflight
 from pdlint.load.fast import files
-from pdlint.load.fast.variables import vars_dirs
 from pdlint.load.fast import loader as fast
+from pdlint.load.fast.variables import vars_dirs
 from pdlint.load.fast.variables import vars_events as events
-from pdlint.load.preflight import guard
-from pdlint.load import preflight
-from pdlint.load import errors
 from pdlint.load.fast.variables.values import Unsupported
+from pdlint.load.preflight import guard
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 

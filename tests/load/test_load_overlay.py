@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from pdlint.engine import core as engine
 from pdlint.load import select
 from pdlint.load.errors import LoadError

@@ -24,12 +24,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
 from pdlint.hostvars import is_relevant
-from pdlint.load.fast import loader as fast, ansible_cfg as fast_config
-from pdlint.load.reference import loader as reference
-from pdlint.load.preflight import safety
 from pdlint.load import select
 from pdlint.load.errors import LoadError
+from pdlint.load.fast import ansible_cfg as fast_config
+from pdlint.load.fast import loader as fast
+from pdlint.load.preflight import safety
+from pdlint.load.reference import loader as reference
 
 BIN = Path(sys.executable).parent
 # One loader in a fresh process: ansible-core reads its configuration once per process, at import.

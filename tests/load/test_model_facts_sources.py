@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from pdlint import cli
 from pdlint.config import files as configfile
 from pdlint.config.configuration import DEFAULT, Config

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pdlint.load.preflight import guard
 from pdlint.load import preflight
+from pdlint.load.preflight import guard
 
 
 def test_a_small_file_costs_no_buffer_of_the_limit(tmp_path: Path) -> None:
@@ -48,8 +48,8 @@ def _fields(st: os.stat_result) -> dict[str, int]:
 def test_the_fast_loader_asks_no_second_stat_of_a_walked_vars_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The walk stat'ed every vars file: matching their names to hosts and groups asks the file system again only
     for entries it did not walk (an isdir per host_vars file was a tenth of the walk at 10k hosts)."""
-    from pdlint.load.notes import unmatched_vars
     from pdlint.load.fast import loader as fast
+    from pdlint.load.notes import unmatched_vars
 
     (tmp_path / "group_vars").mkdir()
     (tmp_path / "host_vars").mkdir()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from ansible.parsing.vault import VaultLib, VaultSecret
+
 from pdlint.cli import main
 
 PASSWORD = "vault files test"

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from pdlint.cache import filememo
 from pdlint.lsp import diagnostics, inventory
 

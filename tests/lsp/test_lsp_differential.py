@@ -15,9 +15,10 @@ import pytest
 import pytest_lsp
 import yaml
 from lsprotocol import types as t
+from pytest_lsp import ClientServerConfig, LanguageClient
+
 from pdlint import cli
 from pdlint.lsp.inventory import inventory_of
-from pytest_lsp import ClientServerConfig, LanguageClient
 
 ROOT = Path(__file__).resolve().parents[2]
 PDLINT = str(Path(sys.executable).parent / "pdlint")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import ROOT
+
 from pdlint.explain.model import DeploymentView, EngineView, Explanation, Link, PairView
 from pdlint.lsp import hover, inventory, pairs
 

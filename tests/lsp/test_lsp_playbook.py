@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types as t
-from pdlint import cli
 from pytest_lsp import ClientServerConfig, LanguageClient
+
+from pdlint import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PDLINT = str(Path(sys.executable).parent / "pdlint")

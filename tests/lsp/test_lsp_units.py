@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from pdlint.finding import Finding, Origin
 from pdlint.hostvars import HostVars
 from pdlint.lsp import actions, inventory

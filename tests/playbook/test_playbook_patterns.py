@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, write_tree
+
 from pdlint.load import select
 from pdlint.load.preflight import safety
 from pdlint.playbook.patterns import matcher

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import write_tree
+
 from pdlint.load import select
 from pdlint.load.preflight import safety
 from pdlint.playbook import apply as playbook

@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 import yaml
 from conftest import ROOT
+
 from pdlint import cli
 from pdlint.schema import names
 from pdlint.schema.document import generate

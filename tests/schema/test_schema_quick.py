@@ -10,6 +10,7 @@ import jsonschema
 from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from pdlint.schema import check as schema
 from pdlint.schema.quick import surely_valid
 

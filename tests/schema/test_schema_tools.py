@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from lsp_client import LanguageServer
+
 from pdlint import cli
 
 SCHEMA = ROOT / "schemas" / "pdlint-vars.schema.json"
@@ -122,8 +123,8 @@ def test_cli_says_which_name_was_meant(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_remembered_values_give_the_same_findings() -> None:
-    from pdlint.schema import check as schema
     from pdlint.load.reference import loader as reference
+    from pdlint.schema import check as schema
 
     hosts = reference.load([str(FIXTURES / "bad")])
     schema._SEEN.clear()
@@ -138,8 +139,8 @@ def test_remembered_values_give_the_same_findings() -> None:
     {"vllm_env": {1: object()}},
 ])
 def test_schema_rule_reports_odd_keys_from_a_play(values: dict[object, object]) -> None:
-    from pdlint.schema import check as schema
     from pdlint.hostvars import HostVars
+    from pdlint.schema import check as schema
 
     found = [f.rule for f in schema.check(HostVars("h", values))]  # no TypeError
     # a finding each, but extra-config keys: connector[extra-key] (vLLM never checks them) reports those

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
+
 from pdlint.engine import core as engine
 from pdlint.load import select
 from pdlint.rules.pair import pairs

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from pdlint.engine import core as engine
 from pdlint.finding import Finding
 from pdlint.load import select

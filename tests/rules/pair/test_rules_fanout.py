@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from pdlint.engine import core
 from pdlint.finding import Origin
 from pdlint.hostvars import HostVars

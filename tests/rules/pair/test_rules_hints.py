@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from pdlint.engine import core as engine
 from pdlint.finding import Origin
 from pdlint.hostvars import HostVars
-from pdlint.topology.build import build
 from pdlint.rules import CHECKS
+from pdlint.topology.build import build
 from pdlint.vllm.releases import KNOWN
 
 # Rules a TP change can cause or fix ("tp-ratio[nixl]" etc.), checked after applying a hinted TP.

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.topology.build import build

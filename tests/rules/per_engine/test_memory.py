@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_vllm_memory import Config as _Config, spec as _spec
+from test_vllm_memory import Config as _Config
+from test_vllm_memory import spec as _spec
 from vllm_source import lift, roots
 
 from pdlint.topology import gpus

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from pdlint import cli
 
 RULE = "inventory[no-pd-hosts]"

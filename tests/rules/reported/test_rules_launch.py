@@ -146,6 +146,7 @@ def test_the_editor_points_into_its_unsaved_buffer(tmp_path: Path) -> None:
     import shutil
 
     from conftest import ROOT
+
     from pdlint.lsp import inventory
 
     shutil.copytree(ROOT / "examples" / "role", tmp_path / "role")

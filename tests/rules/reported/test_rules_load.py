@@ -5,6 +5,7 @@ import json
 
 import pytest
 from conftest import rules_of
+
 from pdlint.load.preflight import guard
 from pdlint.load.reference import loader as reference
 

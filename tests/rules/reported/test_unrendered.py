@@ -15,6 +15,7 @@ import pytest
 from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible_collection import CHECK_TO_JSON, VALIDATE, play
 from conftest import write_tree
+
 from pdlint.cli import main
 
 PASSWORD = "unrendered test"

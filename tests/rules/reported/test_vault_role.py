@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from ansible.parsing.vault import VaultLib, VaultSecret
+
 from pdlint.cli import main
 
 PASSWORD = "vault role test"

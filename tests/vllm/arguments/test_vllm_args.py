@@ -6,11 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import vllm_source
 
 from pdlint.vllm.arguments import args
 from pdlint.vllm.releases import KNOWN, R
-
-import vllm_source
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
 import vllm_args  # the generator lives in tools/

@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from pdlint.vllm.arguments.cmdline import SplitError, Token, argv, parse
 from pdlint.vllm.releases import KNOWN, R
 

@@ -18,6 +18,7 @@ import test_vllm_cmdline
 import vllm_flexparser
 import vllm_source
 import yaml
+
 from pdlint.vllm.arguments import cmdline
 from pdlint.vllm.arguments.args import Argument, arguments
 from pdlint.vllm.releases import KNOWN, R, Release

@@ -12,13 +12,12 @@ import types
 from typing import Any
 
 import pytest
+import vllm_source
 
-from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
+from pdlint.topology.build import build
 from pdlint.vllm.releases import R
-
-import vllm_source
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 

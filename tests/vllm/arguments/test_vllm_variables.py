@@ -8,6 +8,7 @@ import random
 import pytest
 import vllm_flexparser
 import vllm_source
+
 from pdlint.vllm.arguments import cmdline, variables
 from pdlint.vllm.arguments.args import Argument, arguments
 from pdlint.vllm.releases import KNOWN, R, Release

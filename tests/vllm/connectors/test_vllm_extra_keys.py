@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import vllm_source
+
 from pdlint.vllm.connectors import extra_read
 from pdlint.vllm.releases import KNOWN, R
 

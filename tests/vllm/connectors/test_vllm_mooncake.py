@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import vllm_source
+
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.topology.build import build

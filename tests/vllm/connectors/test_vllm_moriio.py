@@ -18,18 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import vllm_source
 
-from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
-from pdlint.vllm.connectors import moriio
-from pdlint.vllm.connectors.moriio import config as moriio_config
-from pdlint.vllm.connectors import families
+from pdlint.topology.build import build
+from pdlint.vllm.connectors import families, moriio
 from pdlint.vllm.connectors import pair as vpair
+from pdlint.vllm.connectors.moriio import config as moriio_config
 from pdlint.vllm.connectors.ranks import remote_ranks
 from pdlint.vllm.releases import KNOWN, R, Release
-
-import vllm_source
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 

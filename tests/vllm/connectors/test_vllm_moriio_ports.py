@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import vllm_source
+
 from pdlint.engine import core as engine
 from pdlint.hostvars import HostVars
 from pdlint.vllm.connectors import registry

@@ -19,17 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import vllm_source
 
-from pdlint.topology.build import build
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
-from pdlint.vllm.connectors.nixl import channel as nixl_channel
+from pdlint.topology.build import build
 from pdlint.vllm.connectors import families
 from pdlint.vllm.connectors import pair as vpair
+from pdlint.vllm.connectors.nixl import channel as nixl_channel
 from pdlint.vllm.connectors.ports import binds
 from pdlint.vllm.releases import KNOWN, R, Release
-
-import vllm_source
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import vllm_source
 from packaging.version import Version
+
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
 from pdlint.topology.build import build

@@ -15,6 +15,7 @@ import itertools
 
 import pytest
 import test_vllm_nixl as base
+
 from pdlint.vllm.connectors import families
 from pdlint.vllm.connectors import pair as vpair
 from pdlint.vllm.releases import R, Release

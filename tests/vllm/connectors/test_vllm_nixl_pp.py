@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import vllm_source
+
 from pdlint.hostvars import HostVars
 from pdlint.topology.build import build
 from pdlint.vllm.connectors import families

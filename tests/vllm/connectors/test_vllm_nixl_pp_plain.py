@@ -30,11 +30,13 @@ from typing import Any
 
 import pytest
 import vllm_source
+
 from pdlint.engine import core as engine
 from pdlint.hostvars import HostVars
-from pdlint.vllm.model import layers as model_layers, pp_stages
-from pdlint.vllm.connectors import registry
 from pdlint.vllm.connectors import pair as vpair
+from pdlint.vllm.connectors import registry
+from pdlint.vllm.model import layers as model_layers
+from pdlint.vllm.model import pp_stages
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 import vllm_source
+from test_vllm_unify_ssm import _make, specs
+
 from pdlint.vllm.connectors import nixl, pair
 from pdlint.vllm.releases import KNOWN, R, Release
-from test_vllm_unify_ssm import _make, specs
 
 RELEASES = [r for r in KNOWN if r >= R("0.24.0")]  # v1/nixl/base_worker.py
 ROOTS = vllm_source.roots(RELEASES)

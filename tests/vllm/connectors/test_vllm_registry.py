@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 import vllm_source
-from pdlint.schema import check as schema
-from pdlint.topology.build import build
+
 from pdlint.hostvars import HostVars
 from pdlint.rules import REGISTRY
+from pdlint.schema import check as schema
+from pdlint.topology.build import build
 from pdlint.vllm.connectors import kvconfig, registry
 from pdlint.vllm.releases import KNOWN, Release
 

@@ -26,7 +26,8 @@ import vllm_source
 from test_vllm_hma import _connectors, _instance, _Log, post_init
 
 from pdlint.topology.types import Instance
-from pdlint.vllm.model import chunked, hma, layers as model_layers
+from pdlint.vllm.model import chunked, hma
+from pdlint.vllm.model import layers as model_layers
 from pdlint.vllm.releases import KNOWN, R, Release
 
 RELEASES = [r for r in KNOWN if r >= R("0.9.1")]
@@ -249,6 +250,7 @@ def test_chunked_stage_mixes_are_the_release_s_own(release: Release) -> None:
     (attention_chunk_size=C): the release's own spec classes and kv_cache_utils (test_vllm_stage_specs' planner)
     decide whether the engine starts, and connector[config]'s verdict must agree."""
     import test_vllm_stage_specs as st
+
     from pdlint.rules.per_engine import connector as rule
     from pdlint.vllm.model import stage_specs
 

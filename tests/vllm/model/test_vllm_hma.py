@@ -18,14 +18,15 @@ from typing import Any, ClassVar
 
 import pytest
 import vllm_source
+from test_vllm_registry import hma_classes as _hma_classes
+from test_vllm_registry import vllm_config_file
+
 from pdlint.hostvars import HostVars
 from pdlint.topology.build import build
 from pdlint.topology.types import Instance
-from pdlint.vllm.model import hma
 from pdlint.vllm.connectors import registry
+from pdlint.vllm.model import hma
 from pdlint.vllm.releases import KNOWN, R, Release
-from test_vllm_registry import hma_classes as _hma_classes
-from test_vllm_registry import vllm_config_file
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code
 

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import test_vllm_hma as th
 import vllm_source
+
 from pdlint.engine import core as engine
 from pdlint.hostvars import HostVars
 from pdlint.vllm.connectors import registry

@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
 import config_defaults as config_defaults_tool  # the generator of vllm/data/config_defaults.json
 import model_table  # fetches the wheel as the table's generator does
 
-from pdlint.vllm.model import config as model_config, types as model_types
+from pdlint.vllm.model import config as model_config
+from pdlint.vllm.model import types as model_types
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

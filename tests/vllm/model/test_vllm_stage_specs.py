@@ -25,12 +25,14 @@ from typing import Any
 
 import pytest
 import vllm_source
+
 from pdlint.hostvars import HostVars
 from pdlint.rules.per_engine import connector as rule
 from pdlint.topology.build import build
 from pdlint.topology.types import Instance
-from pdlint.vllm.model import hma, layers as model_layers, stage_specs
 from pdlint.vllm.connectors import registry
+from pdlint.vllm.model import hma, stage_specs
+from pdlint.vllm.model import layers as model_layers
 from pdlint.vllm.releases import KNOWN, R, Release
 
 pytestmark = pytest.mark.releases  # slow tier: every vLLM release's own code

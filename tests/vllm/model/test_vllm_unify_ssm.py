@@ -26,13 +26,14 @@ from typing import Any
 
 import pytest
 import vllm_source
+from test_vllm_hma import vllm_hma
+
 from pdlint.hostvars import HostVars
 from pdlint.topology.build import build
 from pdlint.topology.types import Instance
-from pdlint.vllm.model import hma
 from pdlint.vllm.connectors import registry
+from pdlint.vllm.model import hma
 from pdlint.vllm.releases import KNOWN, R, Release
-from test_vllm_hma import vllm_hma
 
 RELEASES = [r for r in KNOWN if r >= R("0.9.2")]  # v1/kv_cache_interface.py MambaSpec
 ROOTS = vllm_source.roots(RELEASES)

@@ -25,9 +25,9 @@ from ..engine import suppress
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
 from ..load import errors, preflight
-from ..load.preflight import guard
 from ..load.fast import inventory as fast_model
 from ..load.fast import loader as fast
+from ..load.preflight import guard
 from ..load.preflight.layout import absolute_sources
 from . import runs, store, units
 from .outcome import unchanged, watch

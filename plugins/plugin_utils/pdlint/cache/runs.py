@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..load.preflight import fingerprints
 from ..load import preflight
 from ..load.fast import ansible_cfg
+from ..load.preflight import fingerprints
 from ..load.preflight.fingerprints import Stat, digest
 from ..load.preflight.layout import source_dir
 from . import store

@@ -13,11 +13,11 @@ from ..cache.outcome import Outcome, stamp, watch
 from ..config import configuration
 from ..config.configuration import Config
 from ..finding import Finding
-from ..load.preflight import guard
 from ..load.errors import no_hosts
+from ..load.model_files import Files
+from ..load.preflight import guard
 from ..load.preflight.gc_pause import gc_paused
 from ..load.preflight.layout import absolute_sources
-from ..load.model_files import Files
 from ..report import reporters
 from . import commands, pipe
 from .inputs import Unusable, inventory_for, load_options, manifest_groups, playbook_of, prepare, with_playbook  # noqa: F401 - inventory_for: the hook's entry point
@@ -121,7 +121,6 @@ def _manifests(args: argparse.Namespace, files: list[str], config: Config) -> Ou
         sys.stderr.write(f"pdlint: info: {said[0]}\n")
         return Outcome(list(loaded.findings), [], 0, 0, False, said)
     from ..engine import core as engine
-
     from ..kubernetes.wording import worded
 
     result = engine.lint(loaded.hosts, config, _files([os.path.dirname(files[0]) or "."]))

@@ -37,10 +37,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def model(args: argparse.Namespace) -> Explanation | int:
     """The explain model of every inventory named, or exit code 2 after saying why there is none."""
-    from ..load.model_files import Files
+    from ..kubernetes.wording import worded
     from ..launch.mapping import keep_names
     from ..load.errors import LoadError
-    from ..kubernetes.wording import worded
+    from ..load.model_files import Files
     from .inputs import Unusable, load_group, manifest_groups, playbook_of, prepare, with_playbook
 
     try:

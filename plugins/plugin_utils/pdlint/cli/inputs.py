@@ -12,8 +12,8 @@ from ..config import files as configfile
 from ..config.configuration import Config, names
 from ..finding import Finding
 from ..hostvars import HostVars
-from ..load.preflight import guard
 from ..load.errors import no_hosts
+from ..load.preflight import guard
 from ..load.preflight.layout import VARS_DIRS, ignored
 
 

@@ -44,8 +44,10 @@ def locate(word: str, revision: str | None) -> model_files.Found | None:
 
 def show(found: model_files.Found, version: str | None) -> int:
     """Print the facts of one located config.json; 1 when vLLM would reject it, else 0."""
-    from ..vllm.model import chunked, config as model_config, layers as model_layers
     from ..vllm import releases
+    from ..vllm.model import chunked
+    from ..vllm.model import config as model_config
+    from ..vllm.model import layers as model_layers
 
     resolution = releases.resolve(version)
     release = resolution.release or releases.DEFAULT

@@ -9,8 +9,8 @@ from ..config.configuration import Config
 from ..finding import Finding, Origin, rehosted
 from ..hostvars import HostVars, Profiles
 from ..launch import stage as launch
-from ..load.notes import pd_look
 from ..load.model_files import Files
+from ..load.notes import pd_look
 from ..rules import CHECKS
 from ..schema import check as schema
 from ..topology.build import build

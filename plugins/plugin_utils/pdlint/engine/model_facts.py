@@ -20,7 +20,9 @@ from ..load.model_files import Files
 from ..paths import display
 from ..topology import facts
 from ..topology.types import ModelFacts
-from ..vllm.model import chunked, config as model_config, layers as model_layers, weights
+from ..vllm.model import chunked, weights
+from ..vllm.model import config as model_config
+from ..vllm.model import layers as model_layers
 from ..vllm.releases import Release, of_version
 
 if TYPE_CHECKING:  # a config with a `models:` table imports it

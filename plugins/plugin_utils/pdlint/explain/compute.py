@@ -9,10 +9,10 @@ from ..hostvars import HostVars
 from ..rules.pair import deployment, pd_mismatch_hashed
 from ..rules.pair.pairs import Block, blocks, judged
 from ..topology.types import Deployment, Engine, Topology
-from ..vllm.connectors import moriio, nixl, ports, ranks, registry
 from ..vllm import parallel, parallel_config
-from ..vllm.model import memory
+from ..vllm.connectors import moriio, nixl, ports, ranks, registry
 from ..vllm.connectors import pair as vpair
+from ..vllm.model import memory
 from ..vllm.releases import DEFAULT, resolve
 from .model import DeploymentView, EngineView, Explanation, Link, MemoryView, ModelView, PairView, Port, Worker
 from .vaulted import MASK, RANK_MAP, SHAPE, WHY, Vault

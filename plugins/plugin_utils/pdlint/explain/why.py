@@ -13,11 +13,13 @@ from ..finding import Finding
 from ..rules.per_engine.connector import start_problems
 from ..topology.types import Engine, Instance, ModelFacts
 from ..vllm import history
-from ..vllm.model import hma, layers as model_layers
 from ..vllm.connectors import mooncake, moriio, nixl, registry
-from ..vllm.connectors.moriio import config as moriio_config
-from ..vllm.connectors.nixl import channel as nixl_channel, pp as nixl_pp
 from ..vllm.connectors import pair as vpair
+from ..vllm.connectors.moriio import config as moriio_config
+from ..vllm.connectors.nixl import channel as nixl_channel
+from ..vllm.connectors.nixl import pp as nixl_pp
+from ..vllm.model import hma
+from ..vllm.model import layers as model_layers
 from ..vllm.releases import Release
 from .model import Dimension, WhyLine
 

@@ -18,8 +18,9 @@ from ..contract import VARIABLES
 from ..finding import Finding, Origin
 from ..hostvars import KEY, HostVars, Path, Unresolved
 from ..paths import display_path
-from ..vllm.arguments import cmdline, dynamo as dynamo_launcher
 from ..vllm import releases
+from ..vllm.arguments import cmdline
+from ..vllm.arguments import dynamo as dynamo_launcher
 from ..vllm.arguments.args import arguments
 from ..yaml_text import yaml_text
 from . import dynamo, shell, shell_env

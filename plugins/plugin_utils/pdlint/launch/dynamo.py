@@ -6,8 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from ..vllm.arguments import cmdline
-from ..vllm.arguments import dynamo
+from ..vllm.arguments import cmdline, dynamo
 
 
 @dataclasses.dataclass(frozen=True)

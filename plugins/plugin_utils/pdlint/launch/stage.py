@@ -9,7 +9,6 @@ flag's own line and column inside a command line), so no rule knows how a value 
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 

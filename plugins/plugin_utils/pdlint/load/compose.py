@@ -7,12 +7,11 @@ from typing import Any
 
 from ..finding import Finding, Origin
 from ..paths import display_path
-from .preflight import guard
 from . import preflight
 from .errors import LoadError, load_error
+from .preflight import Preflight, guard
 from .preflight.guard import Limits, Refused, refuse
 from .preflight.layout import YAML_EXT
-from .preflight import Preflight
 from .preflight.walk import regular
 
 

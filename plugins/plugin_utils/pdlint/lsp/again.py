@@ -22,9 +22,9 @@ from ..finding import Finding
 from ..hostvars import HostVars
 from ..load.fast import ansible_cfg
 from ..load.fast import loader as fast
-from ..load.preflight.layout import absolute_sources
 from ..load.preflight import guard
 from ..load.preflight.fingerprints import Stat, digest, recent
+from ..load.preflight.layout import absolute_sources
 from ..load.preflight.walk import Walked, walked
 from ..topology.types import Topology
 

@@ -8,15 +8,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import files as configfile
 from ..config import configuration
+from ..config import files as configfile
 from ..config.configuration import Config, ConfigError
 from ..engine import core as engine
 from ..finding import Finding, Origin
 from ..hostvars import HostVars
 from ..launch.mapping import keep_names
-from ..load.preflight import guard
 from ..load.errors import LoadError, load_error, no_hosts
+from ..load.preflight import guard
 from ..load.preflight.gc_pause import gc_paused
 from ..load.preflight.layout import VARS_DIRS, source_dir
 from ..topology.types import Topology
@@ -63,9 +63,8 @@ def _manifests(source: str, overlay: Mapping[str, str]) -> Outcome | None:
         return Outcome(source, failed=exc.finding)
     except ConfigError as exc:
         return Outcome(source, failed=load_error(Origin(source), str(exc)))
-    from ..load.model_files import Files
-
     from ..kubernetes.wording import worded
+    from ..load.model_files import Files
 
     result = engine.lint(loaded.hosts, config, Files.of([source]), overlay)
     findings = sorted(configuration.with_notes(result.settled(loaded.findings), worded(result.findings), config))

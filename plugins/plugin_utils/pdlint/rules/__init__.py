@@ -1,11 +1,11 @@
 """The rule registry: every rule pdlint runs, listed explicitly (no discovery)."""
 from __future__ import annotations
 
-from .reported import command_line, skip, stages
-from .per_engine import connector, connector_keys, env, kv_role, memory, parallel, tp, version
-from .pair import deployment, kv_heads, memory_pair, pd_mismatch_hashed, pd_mismatch_layout, tp_ratio
-from .placement import gpu, multinode, network
 from .base import Rule
+from .pair import deployment, kv_heads, memory_pair, pd_mismatch_hashed, pd_mismatch_layout, tp_ratio
+from .per_engine import connector, connector_keys, env, kv_role, memory, parallel, tp, version
+from .placement import gpu, multinode, network
+from .reported import command_line, skip, stages
 
 # Stage rules (reported by the loader, builder, schema and suppression) run outside the rule loop.
 STAGES: tuple[Rule, ...] = (stages.schema, stages.load_error, stages.unresolved, stages.key_duplicates,

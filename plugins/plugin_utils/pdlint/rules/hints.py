@@ -13,9 +13,9 @@ import functools
 
 from ..finding import Origin
 from ..topology.types import Engine, Instance, Topology
+from ..vllm import parallel, parallel_config
 from ..vllm.connectors import families
 from ..vllm.connectors import pair as vpair
-from ..vllm import parallel, parallel_config
 from ..vllm.connectors.registry import nearest
 from .base import words
 

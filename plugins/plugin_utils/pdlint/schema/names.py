@@ -7,9 +7,8 @@ for names of 8 letters or more; two neighbouring letters swapped, for 4 or more)
 """
 from __future__ import annotations
 
-import functools
-
 import fnmatch
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -17,8 +16,8 @@ from typing import Any
 from ..contract import VARIABLES, host_var
 from ..finding import Finding
 from ..hostvars import HostVars, Unresolved, is_template
-from ..vllm.arguments import args, variables
 from ..vllm import releases
+from ..vllm.arguments import args, variables
 from .kv import finding
 
 # The names the contract defines: every other vllm_* name is vLLM's argument, the role's own, or a typo.

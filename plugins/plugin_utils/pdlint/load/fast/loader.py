@@ -13,17 +13,16 @@ from collections.abc import Sequence
 from ...finding import Finding
 from ...hostvars import HostVars
 from .. import errors, preflight
-from ..preflight import guard, layout
-from ..notes import pd_look
-from ..notes import unmatched_vars
-from ..preflight.gc_pause import gc_paused
+from ..notes import pd_look, unmatched_vars
 from ..notes.group_names import invalid_names
+from ..preflight import guard, layout
+from ..preflight.gc_pause import gc_paused
 from ..preflight.layout import absolute_sources, paths_only, source_dir
 from . import ansible_cfg
 from .files import Files
 from .inventory import Inventory
-from .variables.precedence import resolve, role_conflicts
 from .sources import add_source
+from .variables.precedence import resolve, role_conflicts
 from .variables.values import Unsupported
 from .variables.vars_dirs import VarsFiles, find_vars_files
 

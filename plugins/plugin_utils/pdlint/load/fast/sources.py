@@ -10,8 +10,7 @@ from ...paths import display_path
 from .. import compose, errors
 from ..preflight import layout
 from ..preflight.layout import YAML_EXT
-from . import replay
-from . import yaml_file
+from . import replay, yaml_file
 from .files import Files, parse_json
 from .inventory import Inventory
 from .variables.values import Unsupported

@@ -12,12 +12,11 @@ from typing import Any
 
 from ...finding import Finding
 from ...hostvars import HostVars
-from . import group_names as groups
-from ..preflight import guard
-from . import pd_look
 from .. import preflight, vault
-from . import unmatched_vars
+from ..preflight import guard
 from ..preflight.layout import paths_only
+from . import group_names as groups
+from . import pd_look, unmatched_vars
 
 
 def file_notes(sources: Sequence[str], group_names: Iterable[Any], decrypting: bool,

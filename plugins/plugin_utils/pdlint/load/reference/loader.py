@@ -15,12 +15,10 @@ from ...finding import Finding, Origin
 from ...hostvars import HostVars, Unresolved
 from ...paths import display_path
 from .. import compose, preflight, tagged, vault
-from ..preflight import guard, safety
-from ..notes import pd_look
-from ..notes import group_names
-from ..notes import role_conflicts
-from ..notes import unmatched_vars as vars_files
 from ..errors import LoadError, load_error
+from ..notes import group_names, pd_look, role_conflicts
+from ..notes import unmatched_vars as vars_files
+from ..preflight import guard, safety
 from ..preflight.layout import absolute_sources, is_host_list, source_dir
 from .errors import as_load_error, error_origin, failure, message_of
 from .patches import sandbox, winning_keys

@@ -4,8 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...topology.types import Instance, Topology
-from ...vllm.connectors import composite
-from ...vllm.connectors import registry
+from ...vllm.connectors import composite, registry
 from ..base import Hit, hit, rule
 from .pairs import always, by_body
 

@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ...finding import Origin
 from ...topology.types import Engine, Instance, Topology, per_body
-from ...vllm.connectors import composite, families, view
+from ...vllm.connectors import composite, families, registry, view
 from ...vllm.connectors import pair as vpair
-from ...vllm.connectors import registry
 from ..base import Hit
 
 Pair = tuple[Engine, Engine, Instance, Instance]

@@ -8,12 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...topology.types import Instance, Topology
-from ...vllm.connectors import composite, view
+from ...vllm.connectors import composite, registry, view
 from ...vllm.connectors.nixl import channel as nixl_channel
 
 # the rule below is called hma
 from ...vllm.model import hma as hybrid
-from ...vllm.connectors import registry
 from ..base import Hit, hit, rule
 from .pairs import Block, always, by_body
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...topology.types import Instance, Topology, per_body
-from ...vllm.model import chunked, hma, stage_specs
-from ...vllm.connectors import composite, external, mooncake, p2p, view
-from ...vllm.connectors.moriio import config as moriio_config, hybrid
-from ...vllm.connectors import registry
+from ...vllm.connectors import composite, external, mooncake, p2p, registry, view
+from ...vllm.connectors.moriio import config as moriio_config
+from ...vllm.connectors.moriio import hybrid
 from ...vllm.connectors.ports import api_port
+from ...vllm.model import chunked, hma, stage_specs
 from ...vllm.releases import Release
 from ..base import Hit, each_body, hit, rule, words
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...topology.types import Instance, Topology, per_body
-from ...vllm.connectors import composite, extra_read
-from ...vllm.connectors import registry
+from ...vllm.connectors import composite, extra_read, registry
 from ..base import Hit, each_body, hit, rule
 
 

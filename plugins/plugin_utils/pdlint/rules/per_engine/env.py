@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...topology.types import Instance, Topology
-from ...vllm.connectors import composite, registry, view
 from ...vllm import env_values
+from ...vllm.connectors import composite, registry, view
 from ...vllm.connectors.moriio import config as moriio_config
 from ..base import Hit, each_body, hit, rule
 

@@ -5,8 +5,7 @@ from collections.abc import Iterator
 
 from ...contract import KV_ROLES
 from ...topology.types import Instance, Topology
-from ...vllm.connectors import composite, kvconfig, view
-from ...vllm.connectors import registry
+from ...vllm.connectors import composite, kvconfig, registry, view
 from ...vllm.releases import Release
 from ...yaml_text import yaml_text
 from ..base import Hit, each_body, hit, rule

@@ -4,9 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...topology.types import Deployment, Engine, Instance, Topology
-from ...vllm.connectors import composite, view
+from ...vllm.connectors import composite, registry, view
 from ...vllm.connectors.moriio import config as moriio_config
-from ...vllm.connectors import registry
 from ...vllm.connectors.ports import Bind, api_port, binds, self_collision_hint
 from ..base import Hit, hit, rule
 

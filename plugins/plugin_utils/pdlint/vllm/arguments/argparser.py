@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..releases import R, Release
 from .args import Argument, arguments
 from .data import Arg, Fail, Problem, Token
 from .types import converter
-from ..releases import R, Release
 
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _COUNT_WORDS = {None: "expected one argument", "?": "expected at most one argument",

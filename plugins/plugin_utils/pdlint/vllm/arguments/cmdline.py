@@ -13,14 +13,14 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from ..releases import KNOWN, R, Release
 from . import dynamo
-from .args import arguments, first_release
 from .argparser import Parser, build, classify
+from .args import arguments, first_release
 from .consume import run
 from .data import Arg, Fail, Parsed, Problem, Token
 from .flex import _MODEL_POSITIONAL, preprocess
 from .split import ASSIGN, SplitError, joined, rendered, words
-from ..releases import KNOWN, R, Release
 
 __all__ = ["SERVER_HINT", "Parsed", "Problem", "SplitError", "Token", "argv", "parse"]
 

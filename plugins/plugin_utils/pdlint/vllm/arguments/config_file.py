@@ -9,8 +9,8 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from .data import Arg, Fail, Problem, Token
 from ..releases import R, Release
+from .data import Arg, Fail, Problem, Token
 
 if TYPE_CHECKING:
     import yaml

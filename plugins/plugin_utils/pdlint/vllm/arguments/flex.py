@@ -9,10 +9,10 @@ import json
 import re
 from typing import Any
 
+from ..releases import R, Release
 from .config_file import pull
 from .data import Arg, Problem, SubKey
 from .types import human_readable_int
-from ..releases import R, Release
 
 _MODEL_POSITIONAL = ("With `vllm serve`, you should provide the model as a positional argument or in a config file "
                      "instead of via the `--model` option.")

@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .args import Argument
 from ..releases import R, Release
+from .args import Argument
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 

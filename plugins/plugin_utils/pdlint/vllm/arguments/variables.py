@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from .args import Argument
+from ..releases import Release
 from .argparser import option_action
+from .args import Argument
 from .consume import convert_value
 from .data import Arg, Fail, Token
 from .split import rendered
-from ..releases import Release
 
 
 def problem(arg: Argument, given: Any, release: Release) -> str | None:

@@ -14,9 +14,9 @@ from typing import Any
 
 from ... import lax
 from ...topology.types import Instance, per_body, per_instance
-from . import composite_items, external, registry
 from ..history import history
 from ..releases import Release, Timeline
+from . import composite_items, external, registry
 
 MULTI = "MultiConnector"
 _M = "kv_connector/v1/multi_connector.py"

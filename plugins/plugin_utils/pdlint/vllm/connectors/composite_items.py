@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from . import kvconfig
 from ..releases import Release
+from . import kvconfig
 
 _EXTRA = "kv_connector_extra_config"
 

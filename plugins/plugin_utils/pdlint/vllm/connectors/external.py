@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from . import registry
 from ..releases import R, Release
+from . import registry
 
 _DYNAMO = "ai-dynamo/dynamo lib/bindings/kvbm/python/kvbm/vllm_integration/connector/"
 _LMCACHE = "LMCache/LMCache lmcache/integration/vllm/"

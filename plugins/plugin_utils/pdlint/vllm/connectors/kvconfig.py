@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ... import lax
-from . import registry
 from ..history import history
 from ..releases import Release, Timeline
+from . import registry
 
 _C = "KVTransferConfig"
 _085 = ("kv_connector", "kv_buffer_device", "kv_buffer_size", "kv_role", "kv_rank", "kv_parallel_size", "kv_ip",

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..history import history
-from .pair import Problem, Side
 from ..parallel import tp_ratio_ok
 from ..releases import R, Release, Timeline
+from .pair import Problem, Side
 
 _OLD = "kv_connector/v1/mooncake_connector.py"  # 0.13.0 - 0.15.x
 _C = "kv_connector/v1/mooncake/mooncake_connector.py"  # 0.16.0+

@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..history import history
-from .pair import Problem, Side
 from ..releases import R, Release, Timeline
+from .pair import Problem, Side
 
 _C = "kv_connector/v1/p2p/p2p_nccl_connector.py P2pNcclConnector"
 _E = "kv_connector/v1/p2p/p2p_nccl_engine.py P2pNcclEngine.__init__"

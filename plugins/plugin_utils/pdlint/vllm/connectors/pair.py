@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ...topology.types import Instance
-from . import composite, registry
 from ..model import hma
 from ..releases import Release
+from . import composite, registry
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,10 +5,9 @@ import dataclasses
 from collections.abc import Iterator
 
 from ...topology.types import Instance
-from . import composite, mooncake
+from . import composite, mooncake, registry
 from .moriio import config as moriio_config
 from .nixl import channel as nixl_channel
-from . import registry
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Which remote TP ranks a local rank exchanges KV with, per connector and release, and the KV heads a rank holds."""
 from __future__ import annotations
 
-from . import moriio, nixl
 from ..releases import DEFAULT, Release
+from . import moriio, nixl
 
 
 def remote_ranks(local_rank: int, local_tp: int, remote_tp: int, connector: str = "moriio",

@@ -23,10 +23,10 @@ from typing import Any
 
 from ...topology.types import Instance
 from .. import env_values
-from . import config as model_config
-from ..history import history
 from ..connectors.registry import release as registry_release
+from ..history import history
 from ..releases import R, Release, Timeline
+from . import config as model_config
 
 ENV = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE"
 _POST_INIT = "VllmConfig.__post_init__ (`model_config.attention_chunk_size is not None` and not envs." + ENV + ")"

@@ -15,9 +15,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from . import config_defaults
-from . import types
 from ..releases import R, Release
+from . import config_defaults, types
 
 _MISSING = object()
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 
 from ...topology.types import Instance, per_body
-from . import chunked
 from ..connectors import composite, external
 from ..connectors.composite import HMA, MULTI, children, children_hma, class_hma, is_composite
-from ..history import history
 from ..connectors.registry import HMA_DEFAULT, kind_of, registered, supports_hma
 from ..connectors.registry import release as registry_release
+from ..history import history
 from ..releases import Timeline
+from . import chunked
 
 _U = "v1/core/kv_cache_utils.py get_kv_cache_groups -> unify_hybrid_kv_cache_specs"
 # With HMA off get_kv_cache_groups unifies every layer's KV cache spec into one type: sliding-window layers become

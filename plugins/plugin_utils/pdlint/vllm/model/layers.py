@@ -27,8 +27,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...topology.types import ModelFacts
-from . import chunked, config as model_config
 from ..releases import R, Release
+from . import chunked
+from . import config as model_config
 
 KINDS = ("full", "sliding", "chunked", "mamba", "linear", "none")
 ATTENTION = frozenset(("full", "sliding", "chunked"))

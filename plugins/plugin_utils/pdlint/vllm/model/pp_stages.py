@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..history import history
-from .layers import stages
 from ..releases import Release, Timeline
+from .layers import stages
 
 _CORE = "v1/engine/core.py EngineCore.__init__"
 # The prefill stages whose metadata a pulling decode checks against its own stage.

@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...topology.types import Instance
-from . import chunked, hma
-from ..history import history
-from .layers import pp_indices, stages
 from ..connectors.registry import release as registry_release
+from ..history import history
 from ..releases import R, Timeline
+from . import chunked, hma
+from .layers import pp_indices, stages
 
 _UTILS = "v1/core/kv_cache_utils.py"
 PER_WORKER: Timeline[str] = history("connector[config]", Timeline(

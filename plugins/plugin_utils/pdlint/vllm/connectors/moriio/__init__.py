@@ -12,9 +12,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...history import history
-from ..pair import Problem, Side
 from ...parallel import tp_ratio_ok
 from ...releases import Release, Timeline
+from ..pair import Problem, Side
 
 _C = "kv_connector/v1/moriio/moriio_connector.py"
 _COMMON = "kv_connector/v1/moriio/moriio_common.py"

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...history import history
-from . import MODE, port_offset
 from ...releases import Release, Timeline
+from . import MODE, port_offset
 
 _COMMON = "kv_connector/v1/moriio/moriio_common.py"
 _FROM = f"{_COMMON} MoRIIOConfig.from_vllm_config"

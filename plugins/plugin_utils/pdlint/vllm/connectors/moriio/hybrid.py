@@ -7,13 +7,13 @@ variable VLLM_SSM_CONV_STATE_LAYOUT when set, else "SD"; the transfers need "DS"
 from __future__ import annotations
 
 from ....topology.types import Instance
-from ...model import chunked, hma
-from .. import composite
 from ...history import history
-from . import read_mode
+from ...model import chunked, hma
+from ...releases import R, Timeline
+from .. import composite
 from ..registry import kind_of
 from ..registry import release as registry_release
-from ...releases import R, Timeline
+from . import read_mode
 
 CONV_ENV = "VLLM_SSM_CONV_STATE_LAYOUT"
 _MU = "model_executor/layers/mamba/mamba_utils.py get_conv_state_layout (env, else \"SD\")"

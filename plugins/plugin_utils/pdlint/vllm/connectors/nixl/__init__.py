@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from . import layout as nixl_layout, pp as nixl_pp
 from ...history import history
-from ..pair import Problem, Side
 from ...parallel import tp_ratio_ok
 from ...releases import R, Timeline
+from ..pair import Problem, Side
+from . import layout as nixl_layout
+from . import pp as nixl_pp
 
 _OLD = "v1/nixl_connector.py NixlConnectorWorker"
 _W20 = "v1/nixl/worker.py NixlConnectorWorker"

@@ -6,10 +6,10 @@ import functools
 import re
 
 from ....topology.types import Instance
-from .. import view
 from ...history import history
-from ..registry import release as release_of
 from ...releases import R, Release, Timeline, resolve
+from .. import view
+from ..registry import release as release_of
 
 _OLD = "v1/nixl_connector.py NixlConnectorWorker"
 

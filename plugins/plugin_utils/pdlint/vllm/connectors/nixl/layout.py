@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...history import history
-from ..pair import Problem, Side
 from ...releases import R, Release, Timeline
+from ..pair import Problem, Side
 
 _OLD = "v1/nixl_connector.py NixlConnectorWorker"
 _V = "._validate_remote_agent_handshake"

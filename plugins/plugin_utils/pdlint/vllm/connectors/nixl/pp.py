@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 from ...history import history
 from ...model import pp_stages
+from ...releases import Release, Timeline
 from ..pair import Problem, Side
 from ..registry import registered
-from ...releases import Release, Timeline
 
 _OLD = "v1/nixl_connector.py NixlConnectorWorker"
 _W24 = "v1/nixl/base_worker.py NixlBaseConnectorWorker"
