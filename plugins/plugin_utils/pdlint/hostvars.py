@@ -73,6 +73,15 @@ def is_relevant(name: str, keep: frozenset[str] = frozenset()) -> bool:
     return name.startswith(("vllm_", "pdlint_")) or name in keep
 
 
+INSTANCES = "vllm_instances"
+
+
+def in_item(index: int, path: Path) -> Path:
+    """Where a host variable's value (vllm_tensor_parallel_size, ...) sits as item index of vllm_instances, whose
+    items name the variables without the vllm_ prefix: a front-end that makes several engines of one host."""
+    return (INSTANCES, index, str(path[0]).removeprefix("vllm_"), *path[1:])
+
+
 def leaves(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
     """(path, value) of each scalar inside value, a variable's mappings, lists and tuples walked, in order."""
     if isinstance(value, Mapping):

@@ -8,14 +8,14 @@ says which (explain prints it).
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..finding import Origin
-from ..hostvars import KEY, HostVars, Path, Unresolved
+from ..hostvars import KEY, HostVars, Path, Unresolved, in_item
+from ..topology.coerce import kv_config
 from ..vllm.arguments import cmdline
 from .documents import Node
 from .workloads import DEPLOYMENT, LLMD_ROLE, ROLE, VERSION, Decided, Workload, name_of
@@ -178,11 +178,8 @@ def kv_side(value: Any, origins: Mapping[Path, Origin]) -> Decided | None:
             text, at = token.text.split("=", 1)[1], token
         if text is None:
             continue
-        try:
-            config = json.loads(text)
-        except ValueError:
-            continue
-        role = config.get("kv_role") if isinstance(config, dict) else None
+        config, _error = kv_config(text)  # the one reader of a --kv-transfer-config value
+        role = config.get("kv_role") if config is not None else None
         if role in _SIDES:
             origin = origins.get((ARGS, at.item) if at.item is not None else (ARGS,), origins.get((ARGS,), Origin()))
             return Decided(_SIDES[role], origin, f"kv_role {role} in --kv-transfer-config")
@@ -292,10 +289,6 @@ def _dynamo_side_channel(made: _Vars, value: Any, origins: Mapping[Path, Origin]
         f"({at}; pdlint names it {host})"
 
 
-def _in_item(index: int, path: Path) -> Path:
-    return ("vllm_instances", index, str(path[0])[5:], *path[1:])
-
-
 def _items(host: _Vars, engines: list[_Vars]) -> None:
     """Several vLLM containers in one pod: its vllm_instances (they share the pod's network and GPUs), each item the
     engine's variables without the vllm_ prefix."""
@@ -303,9 +296,9 @@ def _items(host: _Vars, engines: list[_Vars]) -> None:
     for index, engine in enumerate(engines):
         items.append({k[5:]: v for k, v in engine.values.items()})
         for path, origin in engine.origins.items():
-            host.origins[_in_item(index, path)] = origin
+            host.origins[in_item(index, path)] = origin
         for path, note in engine.notes.items():
-            host.notes[_in_item(index, path)] = note
+            host.notes[in_item(index, path)] = note
     host.values["vllm_instances"] = items
     first = host.origins.get(("vllm_instances", 0, "args"), Origin())
     host.origins[("vllm_instances",)] = host.origins[("vllm_instances", KEY)] = first

@@ -11,15 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..finding import Finding, Origin
-from ..hostvars import KEY, HostVars, Path, Unresolved
+from ..hostvars import INSTANCES, KEY, HostVars, Path, Unresolved, in_item
 from ..load.errors import LoadError, load_error
 from ..load.notes.pd_look import takes_part
 from ..paths import display_path
 from . import patterns, render
 from .engines import ARGS, Engine, read_text, started, strings
 from .project import Launch, Play, PlaybookError, Project, Role, read
-
-INSTANCES = "vllm_instances"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,9 +129,9 @@ def _host(hv: HostVars, engines: list[Engine]) -> HostVars:
         origins[at] = engine.origins.get((ARGS,), Origin())
         for path, origin in engine.origins.items():
             if path[0] not in shared and isinstance(path[0], str):
-                origins[(*at, path[0][5:], *path[1:])] = origin
-        notes.update({(*at, str(p[0])[5:], *p[1:]): n for p, n in engine.notes.items()})
-        secrets |= {(*at, str(p[0])[5:], *p[1:]) for p in engine.secrets if p[0] not in shared}
+                origins[in_item(index, path)] = origin
+        notes.update({in_item(index, p): n for p, n in engine.notes.items()})
+        secrets |= {in_item(index, p) for p in engine.secrets if p[0] not in shared}
     values[INSTANCES] = items
     origins[(INSTANCES,)] = origins[(INSTANCES, KEY)] = origins[(INSTANCES, 0)]
     return dataclasses.replace(hv, values=values, origins=origins, secrets=frozenset(secrets), notes=notes)
